@@ -1,0 +1,57 @@
+"""editspec.reference: file tools for coding agents, done right.
+
+Read, Write, Edit, ApplyPatch, Glob, Grep, directory listing and per-session
+Snapshot/Rewind over one workspace root, with path confinement, read-before-write,
+stale-read detection, atomic writes, journaled all-or-nothing patches, crash
+recovery and crash-safe rewind.
+"""
+
+from editspec.reference._errors import ERROR_CODES, ToolError
+from editspec.reference._fs import FileSystem
+from editspec.reference._limits import Limits
+from editspec.reference._paths import WorkspacePath
+from editspec.reference._results import (
+    EditResult,
+    EditSpec,
+    FileChange,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+    IgnoreExplanation,
+    ListEntry,
+    ListResult,
+    PatchResult,
+    ReadResult,
+    RecoveryReport,
+    Replacement,
+    RestoredFile,
+    RewindResult,
+    WriteResult,
+)
+from editspec.reference._workspace import Session, Workspace
+
+__all__ = [
+    "ERROR_CODES",
+    "EditResult",
+    "EditSpec",
+    "FileChange",
+    "FileSystem",
+    "GlobResult",
+    "GrepMatch",
+    "GrepResult",
+    "IgnoreExplanation",
+    "Limits",
+    "ListEntry",
+    "ListResult",
+    "PatchResult",
+    "ReadResult",
+    "RecoveryReport",
+    "Replacement",
+    "RestoredFile",
+    "RewindResult",
+    "Session",
+    "ToolError",
+    "Workspace",
+    "WorkspacePath",
+    "WriteResult",
+]

@@ -1,0 +1,255 @@
+"""The file-system port: the only module of the engine that touches ``os`` or ``open``.
+
+Every effect the engine has on the disk is one call of a ``FileSystem`` method, so
+``editspec.fault_injection`` can wrap an instance to count, log, crash and fail
+operations deterministically, and a durability model can replay the trace.
+
+Rules of the port:
+
+* Paths are absolute strings and *real*: the engine resolves every user path
+  (``_paths.resolve``) and the state directory before it calls the port, so no
+  directory component of a path given here is a symlink.
+* With ``secure_walk`` (the default where the platform supports ``dir_fd``), every
+  operation opens the parent directory by walking from ``/`` with
+  ``O_NOFOLLOW | O_DIRECTORY`` and acts relative to that descriptor. A directory
+  swapped for a symlink between the engine's check and this use makes the walk
+  fail with ``ELOOP``/``ENOTDIR`` instead of redirecting the write (PATH: TOCTOU).
+* Methods raise ``OSError`` unchanged; the engine turns them into ``ToolError``.
+* ``MUTATING`` names the methods that change the disk; crash plans count them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as _stat
+from collections.abc import Iterator
+
+try:  # POSIX advisory locks; absent on Windows, where locks stay in-process.
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - exercised only on Windows
+    _fcntl = None  # type: ignore[assignment]
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+MUTATING: frozenset[str] = frozenset(
+    {
+        "create_exclusive",
+        "write",
+        "fsync",
+        "close",
+        "fsync_dir",
+        "rename",
+        "link",
+        "unlink",
+        "mkdir",
+        "rmdir",
+        "fchmod",
+    }
+)
+
+
+def _platform_supports_secure_walk() -> bool:
+    return bool(_O_NOFOLLOW and _O_DIRECTORY) and os.open in os.supports_dir_fd
+
+
+class FileSystem:
+    """The default port: real ``os`` calls."""
+
+    def __init__(self, *, secure_walk: bool | None = None) -> None:
+        self.secure_walk = (
+            _platform_supports_secure_walk() if secure_walk is None else secure_walk
+        )
+
+    # -- the secure walk -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _parent(self, path: str) -> Iterator[tuple[int | None, str]]:
+        """Yield ``(dir_fd, name)`` for ``path``; ``dir_fd`` is None without secure walk."""
+        parent, name = os.path.split(path)
+        if not self.secure_walk:
+            yield None, path
+            return
+        fd = self._open_dir_nofollow(parent)
+        try:
+            yield fd, name
+        finally:
+            os.close(fd)
+
+    def _open_dir_nofollow(self, directory: str) -> int:
+        flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+        fd = os.open(os.sep, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            for part in directory.split(os.sep):
+                if not part:
+                    continue
+                next_fd = os.open(part, flags, dir_fd=fd)
+                os.close(fd)
+                fd = next_fd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    # -- queries (not counted as mutations) -----------------------------------
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def lstat(self, path: str) -> os.stat_result:
+        with self._parent(path) as (dir_fd, name):
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+
+    def stat(self, path: str) -> os.stat_result:
+        return os.stat(path)
+
+    def lexists(self, path: str) -> bool:
+        try:
+            self.lstat(path)
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError:
+            return False
+        return True
+
+    def readlink(self, path: str) -> str:
+        with self._parent(path) as (dir_fd, name):
+            return os.readlink(name, dir_fd=dir_fd)
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def scandir(self, path: str) -> Iterator[os.DirEntry[str]]:
+        """Entries of a directory; ``DirEntry`` caches types, which search depends on."""
+        with os.scandir(path) as entries:
+            yield from entries
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        """Read a regular file without following a symlink in its last component."""
+        with self._parent(path) as (dir_fd, name):
+            fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY, dir_fd=dir_fd)
+        try:
+            if not _stat.S_ISREG(os.fstat(fd).st_mode):
+                raise IsADirectoryError(21, "not a regular file", path)
+            if offset:
+                os.lseek(fd, offset, os.SEEK_SET)
+            chunks: list[bytes] = []
+            remaining = limit
+            while remaining is None or remaining > 0:
+                size = 1 << 20 if remaining is None else min(1 << 20, remaining)
+                chunk = os.read(fd, size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if remaining is not None:
+                    remaining -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    # -- mutations (counted, crashable) ----------------------------------------
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        """Create a new file that must not exist (``O_CREAT|O_EXCL``); return its fd."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        with self._parent(path) as (dir_fd, name):
+            return os.open(name, flags, mode, dir_fd=dir_fd)
+
+    def write(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def fchmod(self, fd: int, mode: int) -> None:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def fsync_dir(self, path: str) -> None:
+        if os.name == "nt":  # pragma: no cover - directories cannot be opened on Windows
+            return
+        if self.secure_walk:
+            fd = self._open_dir_nofollow(path)
+        else:
+            fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def rename(self, src: str, dst: str) -> None:
+        """``os.replace``: atomic, overwrites ``dst``. Between two links of one file it is a no-op."""
+        with self._parent(src) as (src_fd, src_name), self._parent(dst) as (dst_fd, dst_name):
+            os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+    def link(self, src: str, dst: str) -> None:
+        """Hard-link ``src`` at ``dst``; fails with EEXIST if ``dst`` exists (no clobber)."""
+        with self._parent(src) as (src_fd, src_name), self._parent(dst) as (dst_fd, dst_name):
+            os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+
+    def unlink(self, path: str) -> None:
+        with self._parent(path) as (dir_fd, name):
+            os.unlink(name, dir_fd=dir_fd)
+
+    def mkdir(self, path: str, mode: int = 0o777) -> None:
+        with self._parent(path) as (dir_fd, name):
+            os.mkdir(name, mode, dir_fd=dir_fd)
+
+    def rmdir(self, path: str) -> None:
+        with self._parent(path) as (dir_fd, name):
+            os.rmdir(name, dir_fd=dir_fd)
+
+    # -- cross-process lock (not a disk effect) ---------------------------------
+
+    def lock_file(self, path: str, *, shared: bool = False) -> int:
+        """Open (creating) ``path`` and take an advisory ``flock``; blocks until granted."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _O_CLOEXEC, 0o600)
+        if _fcntl is not None:
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_SH if shared else _fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
+
+    def unlock(self, handle: int) -> None:
+        if _fcntl is not None:
+            _fcntl.flock(handle, _fcntl.LOCK_UN)
+        os.close(handle)
+
+
+def default_state_dir() -> str:
+    """``$XDG_STATE_HOME/editspec`` or ``~/.local/state/editspec``."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(base, "editspec")
+
+
+def makedirs(fs: FileSystem, path: str, mode: int = 0o700) -> list[str]:
+    """Create ``path`` and its missing parents through the port; return those created, top first."""
+    missing: list[str] = []
+    current = path
+    while not fs.lexists(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    created: list[str] = []
+    for directory in reversed(missing):
+        try:
+            fs.mkdir(directory, mode)
+        except FileExistsError:
+            continue
+        created.append(directory)
+    return created

@@ -1,0 +1,170 @@
+"""Frozen result and record types returned by the engine (DESIGN §2).
+
+A foreign driver may return any object with the same attribute names; the
+conformance suite reads only the fields named here.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class EditSpec:
+    """One replacement: ``old_string`` -> ``new_string``.
+
+    ``line`` (1-based) and the ``before``/``after`` anchors only choose between
+    several matches; they never make a non-matching edit match.
+    """
+
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+    line: int | None = None
+    before: str | None = None
+    after: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ReadResult:
+    path: str
+    content: str
+    start_line: int
+    end_line: int
+    total_bytes: int
+    total_lines: int
+    sha256: str
+    encoding: str  # "utf-8" | "utf-16-le" | "utf-16-be" | "binary"
+    newline: str  # "lf" | "crlf" | "mixed" | "none"
+    bom: bool
+    truncated: bool
+    mime: str | None = None
+    preview_hex: str | None = None
+    start_byte: int = 0
+    end_byte: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class WriteResult:
+    path: str
+    operation: str  # "create" | "replace"
+    old_sha256: str | None
+    new_sha256: str
+    bytes_written: int
+    newline: str
+    diff: str
+    snapshot_created: bool
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Replacement:
+    """Where one EditSpec matched: how many times, by which strategy, first line (1-based)."""
+
+    count: int
+    matched_by: str
+    line: int
+
+
+@attrs.frozen(kw_only=True)
+class EditResult:
+    path: str
+    operation: str  # "patch"
+    old_sha256: str | None
+    new_sha256: str
+    bytes_written: int
+    newline: str
+    diff: str
+    snapshot_created: bool
+    replacements: tuple[Replacement, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class FileChange:
+    path: str
+    op: str  # "add" | "update" | "delete" | "move"
+    move_to: str | None
+    old_sha256: str | None
+    new_sha256: str | None
+    diff: str
+
+
+@attrs.frozen(kw_only=True)
+class PatchResult:
+    changes: tuple[FileChange, ...]
+    snapshot_created: bool
+    transaction_id: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class GlobResult:
+    paths: tuple[str, ...]
+    truncated: bool
+    total_matches: int
+
+
+@attrs.frozen(kw_only=True)
+class GrepMatch:
+    path: str
+    line: int
+    column: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class GrepResult:
+    matches: tuple[GrepMatch, ...]
+    truncated: bool
+    files_searched: int
+    files_skipped_too_large: int = 0
+    backend: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ListEntry:
+    name: str
+    path: str
+    type: str  # "file" | "dir" | "symlink" | "other"
+    size: int
+    mtime: float
+    symlink_target: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ListResult:
+    entries: tuple[ListEntry, ...]
+    next_cursor: str | None
+    truncated: bool
+
+
+@attrs.frozen(kw_only=True)
+class IgnoreExplanation:
+    """Why a path is (or is not) excluded from search: the rule and where it is written."""
+
+    path: str
+    ignored: bool
+    source: str | None  # e.g. "sub/.gitignore", ".git/info/exclude", or "<builtin>"
+    line: int | None
+    pattern: str | None
+
+
+@attrs.frozen(kw_only=True)
+class RestoredFile:
+    path: str
+    action: str  # "restored" | "deleted" | "recreated"
+
+
+@attrs.frozen(kw_only=True)
+class RewindResult:
+    restored: tuple[RestoredFile, ...]
+    transaction_id: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class RecoveryReport:
+    rolled_back: tuple[str, ...] = ()
+    rolled_forward: tuple[str, ...] = ()
+    cleaned: tuple[str, ...] = ()

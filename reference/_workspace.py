@@ -1,0 +1,247 @@
+"""``Workspace`` and ``Session``: the public face of the engine (DESIGN §2, §3).
+
+A ``Workspace`` owns everything shared by the sessions of one root: the fs port,
+limits, the lock table, the access tracker and the snapshot store. A ``Session``
+is one agent conversation: it has its own read records and snapshot history.
+The operations themselves live in one module each; the methods here only route.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Sequence
+
+from editspec.reference import _errors
+from editspec.reference._access import AccessTracker
+from editspec.reference._errors import ToolError
+from editspec.reference._fs import FileSystem, default_state_dir, makedirs
+from editspec.reference._limits import Limits
+from editspec.reference._locks import LockTable
+from editspec.reference._paths import WorkspacePath, resolve
+from editspec.reference._results import (
+    EditResult,
+    EditSpec,
+    GlobResult,
+    GrepResult,
+    IgnoreExplanation,
+    ListResult,
+    PatchResult,
+    ReadResult,
+    RecoveryReport,
+    RewindResult,
+    WriteResult,
+)
+from editspec.reference._snapshots import SnapshotStore
+
+
+class Workspace:
+    """One workspace root with its state directory. Spec: PATH-*, TXN-*, RECOV-*, LOCK-*."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        state_dir: str | os.PathLike[str] | None = None,
+        limits: Limits | None = None,
+        *,
+        fs: FileSystem | None = None,
+        recover: bool = True,
+        grep_backend: str = "auto",
+    ) -> None:
+        self.fs = fs if fs is not None else FileSystem()
+        self.limits = limits if limits is not None else Limits()
+        self.grep_backend = grep_backend
+        real_root = self.fs.realpath(os.path.abspath(os.fspath(root)))
+        try:
+            is_dir = stat.S_ISDIR(self.fs.stat(real_root).st_mode)
+        except OSError as exc:
+            raise _errors.from_oserror(exc, real_root, action="open workspace") from exc
+        if not is_dir:
+            raise ToolError(_errors.NOT_FOUND, f"workspace root is not a directory: {root}")
+        self.root: str = real_root
+        state = os.fspath(state_dir) if state_dir is not None else default_state_dir()
+        makedirs(self.fs, os.path.abspath(state))
+        self.state_dir: str = self.fs.realpath(os.path.abspath(state))
+        # Everything this workspace keeps is partitioned by the hash of its canonical root.
+        self.root_hash: str = hashlib.sha256(self.root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        self.journal_dir: str = os.path.join(self.state_dir, "journal", self.root_hash)
+        self.locks = LockTable(self)
+        self.access = AccessTracker()
+        self.snapshots = SnapshotStore(self)
+        self._needs_recovery: str | None = None
+        self._state_lock = threading.Lock()
+        if recover:
+            self.recover()
+
+    # -- sessions and paths ----------------------------------------------------
+
+    def session(self, session_id: str) -> Session:
+        """A session: its own read records and snapshot history. Spec: TRACK-*."""
+        if not isinstance(session_id, str) or not session_id or "\0" in session_id:
+            raise ToolError(_errors.INVALID_ARGUMENT, "session id must be a non-empty string")
+        return Session(self, session_id)
+
+    def resolve(self, path: str | os.PathLike[str]) -> WorkspacePath:
+        """Confine and resolve a user path. Spec: PATH-*."""
+        return resolve(self, path)
+
+    # -- sticky failure and recovery -------------------------------------------
+
+    def ensure_writable(self) -> None:
+        """Refuse mutating calls while a failed rollback awaits recovery. Spec: RECOV-*."""
+        if self._needs_recovery is not None:
+            raise ToolError(
+                _errors.NEEDS_RECOVERY,
+                "a rollback could not finish; call recover() first",
+                reason=self._needs_recovery,
+            )
+
+    def mark_needs_recovery(self, reason: str) -> None:
+        self._needs_recovery = reason
+
+    def recover(self) -> RecoveryReport:
+        """Finish or roll back every interrupted transaction. Spec: RECOV-*."""
+        from editspec.reference._recovery import recover
+
+        report = recover(self)
+        self._needs_recovery = None
+        return report
+
+    def close(self) -> None:
+        """Release nothing that outlives the process; present for the driver contract."""
+
+
+class Session:
+    """One agent session on a workspace (DESIGN §2 ``Session``)."""
+
+    def __init__(self, workspace: Workspace, session_id: str) -> None:
+        self.workspace = workspace
+        self.id = session_id
+
+    def read(
+        self,
+        path: str,
+        *,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        start_byte: int | None = None,
+        max_bytes: int | None = None,
+        encoding: str = "auto",
+    ) -> ReadResult:
+        """Read a file or a range of it. Spec: READ-*."""
+        from editspec.reference._read import read
+
+        return read(
+            self,
+            path,
+            start_line=start_line,
+            end_line=end_line,
+            start_byte=start_byte,
+            max_bytes=max_bytes,
+            encoding=encoding,
+        )
+
+    def write(
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> WriteResult:
+        """Create or replace a whole file atomically. Spec: WRITE-*."""
+        from editspec.reference._write import write
+
+        self.workspace.ensure_writable()
+        return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
+
+    def edit(
+        self,
+        path: str,
+        edits: Sequence[EditSpec],
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> EditResult:
+        """Apply string replacements, all or nothing. Spec: EDIT-*."""
+        from editspec.reference._edit import edit
+
+        self.workspace.ensure_writable()
+        return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
+
+    def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
+        """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
+        from editspec.reference._patch import apply_patch
+
+        self.workspace.ensure_writable()
+        return apply_patch(self, patch, message_id=message_id)
+
+    def glob(
+        self, pattern: str, *, path: str | None = None, max_results: int | None = None
+    ) -> GlobResult:
+        """Find files by glob pattern under gitignore rules. Spec: GLOB-*."""
+        from editspec.reference._search import glob
+
+        return glob(self, pattern, path=path, max_results=max_results)
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str | None = None,
+        include: str | None = None,
+        ignore_case: bool = False,
+        max_results: int | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> GrepResult:
+        """Search file contents with a Python regular expression. Spec: GREP-*."""
+        from editspec.reference._search import grep
+
+        return grep(
+            self,
+            pattern,
+            path=path,
+            include=include,
+            ignore_case=ignore_case,
+            max_results=max_results,
+            deadline=deadline,
+            cancel=cancel,
+        )
+
+    def list_directory(
+        self,
+        path: str = ".",
+        *,
+        depth: int = 1,
+        include_hidden: bool = False,
+        cursor: str | None = None,
+        max_entries: int | None = None,
+    ) -> ListResult:
+        """List a directory with typed entries and cursor paging. Spec: LIST-*."""
+        from editspec.reference._listing import list_directory
+
+        return list_directory(
+            self,
+            path,
+            depth=depth,
+            include_hidden=include_hidden,
+            cursor=cursor,
+            max_entries=max_entries,
+        )
+
+    def why_ignored(self, path: str) -> IgnoreExplanation:
+        """Explain which ignore rule, if any, excludes ``path`` from search. Spec: GLOB-*."""
+        from editspec.reference._search import why_ignored
+
+        return why_ignored(self, path)
+
+    def rewind(self, message_id: str) -> RewindResult:
+        """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
+        from editspec.reference._rewind import rewind
+
+        self.workspace.ensure_writable()
+        return rewind(self, message_id)
+
