@@ -1,0 +1,272 @@
+"""The power-loss model: recorded traces, the states a cut can leave, materialization, checks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from editspec.fault_injection import FaultyFileSystem, trees
+from editspec.fault_injection.powerloss import (
+    PowerState,
+    TraceRecorder,
+    capture_image,
+    check_power_loss,
+    materialize,
+    power_loss_states,
+    simulate,
+    states_at,
+)
+from editspec.reference import FileSystem
+
+OLD = b"old\n"
+NEW = b"new contents\n"
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "target.txt").write_bytes(OLD)
+    return tmp_path
+
+
+def record(base: Path, run: Callable[[FileSystem, Path], None]) -> TraceRecorder:
+    root = base / "ws"
+    fs = FaultyFileSystem()
+    recorder = TraceRecorder([root])
+    recorder.start(fs)
+    run(fs, root)
+    recorder.stop()
+    return recorder
+
+
+def replace(
+    fs: FileSystem,
+    root: Path,
+    *,
+    fsync_file: bool = True,
+    fsync_dir: bool = True,
+    data: bytes = NEW,
+) -> None:
+    temp, target = str(root / "target.txt.tmp"), str(root / "target.txt")
+    fd = fs.create_exclusive(temp)
+    fs.write(fd, data)
+    if fsync_file:
+        fs.fsync(fd)
+    fs.close(fd)
+    fs.rename(temp, target)
+    if fsync_dir:
+        fs.fsync_dir(str(root))
+
+
+def root_trees(states: list[PowerState], root: Path) -> list[trees.Tree]:
+    return [trees.without_modes(state.tree(str(root))) for state in states]
+
+
+def files(**contents: bytes) -> trees.Tree:
+    return {name.replace("_", "."): trees.Entry.file(data) for name, data in contents.items()}
+
+
+def test_the_model_replays_the_trace_to_what_is_on_disk(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        fs.mkdir(str(root / "d"))
+        fd = fs.create_exclusive(str(root / "d" / "a"), 0o640)
+        fs.write(fd, b"x" * 5000)
+        fs.write(fd, b"y" * 10)
+        fs.fchmod(fd, 0o604)
+        fs.close(fd)
+        fs.link(str(root / "d" / "a"), str(root / "d" / "b"))
+        fs.rename(str(root / "d" / "a"), str(root / "d" / "b"))  # two links of one file: no-op
+        fs.rename(str(root / "target.txt"), str(root / "d" / "moved"))
+        fs.unlink(str(root / "d" / "b"))
+
+    recorder = record(base, run)
+    root = str(base / "ws")
+    modelled = simulate(recorder.image, recorder.ops).volatile_state(len(recorder.ops))
+    assert modelled.tree(root) == trees.capture(root)
+    assert set(trees.capture(root)) == {"d", "d/a", "d/moved"}
+
+
+def test_a_write_without_fsync_then_rename_can_lose_the_data(base: Path) -> None:
+    recorder = record(base, lambda fs, root: replace(fs, root, fsync_file=False))
+    root = base / "ws"
+    states, truncated = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    assert not truncated
+    outcomes = root_trees(states, root)
+    assert files(target_txt=b"") in outcomes  # the rename survived, the data did not
+    assert files(target_txt=NEW) in outcomes
+
+
+def test_a_correct_atomic_replace_is_all_before_or_all_after_once_the_temp_is_ignored(
+    base: Path,
+) -> None:
+    recorder = record(base, replace)
+    root = base / "ws"
+    states, _ = power_loss_states(recorder.image, recorder.ops)
+    seen = []
+    for tree in root_trees(states, root):
+        tree.pop("target.txt.tmp", None)
+        seen.append(tree[("target.txt")].data)
+    assert set(seen) == {OLD, NEW}
+    # Once the directory is synced, only the new file can survive.
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    assert root_trees(final, root) == [files(target_txt=NEW)]
+
+
+def test_without_the_directory_fsync_the_rename_itself_can_be_lost(base: Path) -> None:
+    recorder = record(base, lambda fs, root: replace(fs, root, fsync_dir=False))
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    outcomes = root_trees(final, base / "ws")
+    assert files(target_txt=NEW) in outcomes
+    assert files(target_txt=OLD, target_txt_tmp=NEW) in outcomes
+
+
+def test_unsynced_data_is_cut_at_4_kib_boundaries(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        fd = fs.create_exclusive(str(root / "big"))
+        fs.write(fd, b"a" * 10000)
+        fs.close(fd)
+        fs.fsync_dir(str(root))
+
+    recorder = record(base, run)
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    sizes = sorted(len(tree["big"].data) for tree in root_trees(final, base / "ws"))
+    assert sizes == [0, 4096, 8192, 10000]
+
+
+def test_data_synced_before_more_writes_keeps_its_prefix(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        fd = fs.create_exclusive(str(root / "f"))
+        fs.write(fd, b"a" * 5000)
+        fs.fsync(fd)
+        fs.write(fd, b"b" * 4000)
+        fs.close(fd)
+        fs.fsync_dir(str(root))
+
+    recorder = record(base, run)
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    sizes = sorted(len(tree["f"].data) for tree in root_trees(final, base / "ws"))
+    assert sizes == [5000, 8192, 9000]
+
+
+def test_ordered_loses_a_suffix_and_strict_any_subset(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        for name in ("a", "b"):
+            fs.mkdir(str(root / name))
+
+    recorder = record(base, run)
+    root = base / "ws"
+    point = len(recorder.ops)
+
+    def names(model: str) -> set[frozenset[str]]:
+        states, _ = states_at(recorder.image, recorder.ops, point, model)  # type: ignore[arg-type]
+        return {frozenset(state.tree(str(root))) - {"target.txt"} for state in states}
+
+    assert names("ordered") == {frozenset({"a", "b"}), frozenset({"a"}), frozenset()}
+    assert names("strict") == names("ordered") | {frozenset({"b"})}
+
+
+def test_a_lost_mkdir_takes_its_synced_contents_with_it(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        fs.mkdir(str(root / "d"))
+        fd = fs.create_exclusive(str(root / "d" / "f"))
+        fs.write(fd, b"data")
+        fs.fsync(fd)
+        fs.close(fd)
+        fs.fsync_dir(str(root / "d"))
+
+    recorder = record(base, run)
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    outcomes = {frozenset(t) for t in root_trees(final, base / "ws")}
+    assert outcomes == {frozenset({"target.txt", "d", "d/f"}), frozenset({"target.txt"})}
+
+
+def test_a_rename_between_two_links_of_one_file_is_modelled_as_nothing(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        fs.link(str(root / "target.txt"), str(root / "backup"))
+        fs.fsync_dir(str(root))
+        fs.rename(str(root / "backup"), str(root / "target.txt"))
+
+    recorder = record(base, run)
+    assert os.path.exists(base / "ws" / "backup")  # the POSIX trap, on the real disk
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    assert [sorted(t) for t in root_trees(final, base / "ws")] == [["backup", "target.txt"]]
+
+
+def test_materialize_rebuilds_the_state_with_hard_links(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        fs.link(str(root / "target.txt"), str(root / "backup"))
+        fs.fsync_dir(str(root))
+
+    recorder = record(base, run)
+    root = base / "ws"
+    (state,), _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    (root / "stray").write_bytes(b"removed by materialize")
+    materialize(state, recorder.roots)
+    assert sorted(os.listdir(root)) == ["backup", "target.txt"]
+    assert os.stat(root / "backup").st_ino == os.stat(root / "target.txt").st_ino
+    assert (root / "backup").read_bytes() == OLD
+
+
+def test_materialize_refuses_to_wipe_outside_the_temp_directory() -> None:
+    image = capture_image([])
+    state = PowerState(0, (), (), image.entries, {}, {})
+    with pytest.raises(ValueError):
+        materialize(state, [os.path.expanduser("~")])
+
+
+def test_the_state_directory_is_part_of_the_image(base: Path) -> None:
+    state_dir = base / "state"
+    (state_dir / "journal").mkdir(parents=True)
+    (state_dir / "journal" / "t.json").write_bytes(b"{}")
+    image = capture_image([str(base / "ws"), str(state_dir)])
+    assert str(state_dir / "journal" / "t.json") in image.entries
+
+
+def _check(base: Path, recorder: TraceRecorder, recover: Callable[[str], None]) -> list[str]:
+    root, state_dir = str(base / "ws"), str(base / "state")
+    before, after = files(target_txt=OLD), files(target_txt=NEW)
+    both = (before, after)
+    done = len(recorder.ops)
+
+    def open_workspace(root: str, state_dir: str) -> object:
+        recover(root)
+        return object()
+
+    report = check_power_loss(
+        recorder,
+        root=root,
+        state_dir=state_dir,
+        acceptable_at=lambda point: (after,) if point == done else both,
+        open_workspace=open_workspace,
+    )
+    assert report.states > 0
+    return [line for failure in report.failures for line in failure.problems]
+
+
+def test_the_checker_reports_a_temp_file_that_recovery_leaves(base: Path) -> None:
+    (base / "state").mkdir()
+    recorder = record(base, replace)
+    recorder_roots = list(recorder.roots)
+    assert recorder_roots == [str((base / "ws").resolve())]
+    problems = _check(base, recorder, lambda root: None)
+    assert any("unexpected file" in line and "target.txt.tmp" in line for line in problems)
+
+    def remove_temp(root: str) -> None:
+        temp = os.path.join(root, "target.txt.tmp")
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+    assert _check(base, recorder, remove_temp) == []
+
+
+def test_the_checker_reports_lost_data_after_a_missing_fsync(base: Path) -> None:
+    (base / "state").mkdir()
+    recorder = record(base, lambda fs, root: replace(fs, root, fsync_file=False))
+    problems = _check(base, recorder, lambda root: None)
+    assert any(
+        "target.txt: expected file" in line and "found file 0 bytes" in line for line in problems
+    )
