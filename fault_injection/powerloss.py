@@ -15,10 +15,11 @@ Theory of operation (DESIGN §5, after ALICE and SQLite's crash VFS):
 * A power cut after ``point`` operations can lose:
   - per file, the data written since its last fsync: all of it, or everything past a
     4 KiB boundary (the file keeps a prefix, as a file system writing whole blocks);
-  - unsynced entry operations. Model ``"ordered"``: in each directory a *suffix* of
-    its unsynced operations is lost, in order (every state an in-order metadata
-    journal such as ext4 ``data=ordered`` can leave is among these). Model
-    ``"strict"``: any subset of them is lost.
+  - unsynced entry operations. Model ``"ordered"``: a *suffix* of the unsynced entry
+    operations is lost, in the order they were issued, as with a file system that
+    journals metadata in order (ext4 ``data=ordered``; ext4 itself is kinder: any
+    later fsync commits every earlier operation). Model ``"strict"``: any subset of
+    them is lost (POSIX promises nothing more without the directory's fsync).
   The surviving operations are replayed, in order, over the image; an operation
   whose parent directory did not survive does not happen either.
 * ``check_power_loss`` materializes each distinct state in place (the roots are
@@ -419,16 +420,10 @@ def _dir_choices(sim: Simulation, model: Model) -> Iterator[frozenset[int]]:
             for combo in itertools.combinations(pending, size):
                 yield frozenset(op.position for op in combo)
         return
-    per_dir: dict[str, list[EntryOp]] = {}
-    for op in pending:
-        for directory in sorted(op.dirs - op.synced):
-            per_dir.setdefault(directory, []).append(op)
-    directories = sorted(per_dir)
-    for cuts in itertools.product(*(range(len(per_dir[d]), -1, -1) for d in directories)):
-        lost: set[int] = set()
-        for directory, keep in zip(directories, cuts, strict=True):
-            lost.update(op.position for op in per_dir[directory][keep:])
-        yield frozenset(lost)
+    # Metadata reaches the disk in the order it was issued: the cut keeps a prefix of
+    # the unsynced entry operations and loses the rest.
+    for keep in range(len(pending), -1, -1):
+        yield frozenset(op.position for op in pending[keep:])
 
 
 def states_at(
