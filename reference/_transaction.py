@@ -1,0 +1,784 @@
+"""Journaled multi-file transactions (DESIGN §4 "Transaction protocol (TXN/RECOV)").
+
+Rules
+-----
+* Every state change of a transaction happens in this file: its journal is written,
+  files are staged, backed up, published, committed, rolled back and finished here.
+  ``_recovery`` only finds journals and calls ``roll_back`` / ``finish``.
+* Before the commit point a failure is undone in-process and the original error is
+  raised; from the commit point on the change stands and nothing is undone.
+* A ``BaseException`` that is not an ``Exception`` (a crash, an interrupt) runs no
+  cleanup: a killed process runs none. The workspace is only marked as needing
+  recovery (memory, not disk), so this process refuses further changes.
+
+Theory of operation
+-------------------
+``commit`` takes the workspace guard shared and every target's key lock (sorted),
+re-verifies the planned old bytes byte-for-byte, lets the caller create snapshots
+(``on_prepared``), then publishes in this order, each step durable before the next:
+
+1. journal ``preparing`` (temp, fsync, rename, fsync its directory), listing every
+   path, its stage and backup names, the hashes before and after, and the
+   directories it will create -- before any of them exists;
+2. missing parent directories created (their parents fsynced); each new content
+   written to an exclusive stage file beside its target, fsynced;
+3. each existing target hard-linked to an exclusive backup beside it; the backup is
+   re-verified against the planned old bytes; directories fsynced;
+4. publish -- update: rename the stage over the target; add: link the stage into place
+   (no clobber), unlink the stage; delete: unlink the target; move: link the stage at
+   the new path (no clobber), unlink the source, unlink the stage; directories fsynced;
+5. journal rewritten as ``committed``: its rename is the commit point;
+6. backups removed, then the journal.
+
+Recovery finds a journal in one of two states. ``preparing``: roll back -- restore
+each backup (never by renaming a file onto a link of itself: POSIX makes that a
+silent no-op; the backup name must be gone afterwards), remove each added file whose
+hash is the planned new hash, remove stage files and created directories.
+``committed``: finish -- remove leftover backups and stage files. Both are idempotent,
+so a crash during recovery is repaired by the next recovery.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import hashlib
+import os
+import secrets
+import stat
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from editspec.reference import _errors, _journal
+from editspec.reference._errors import ToolError
+from editspec.reference._fs import FileSystem
+from editspec.reference._journal import COMMITTED, PREPARING, JournalEntry, JournalRecord
+from editspec.reference._paths import WorkspacePath
+
+if TYPE_CHECKING:
+    from editspec.reference._workspace import Workspace
+
+# -- the state machine, as data ------------------------------------------------------
+
+PREPARE = "prepare"  # step 1: the journal appears as ``preparing``
+COMMIT = "commit"  # step 5: ``preparing`` -> ``committed``, the commit point
+ROLL_BACK = "roll_back"  # in-process abort, or recovery of a ``preparing`` journal
+FINISH = "finish"  # step 6, or recovery of a ``committed`` journal
+
+#: (journal state, event) -> journal state afterwards; ``None`` is "no journal on disk".
+TRANSITIONS: Mapping[tuple[str | None, str], str | None] = {
+    (None, PREPARE): PREPARING,
+    (PREPARING, COMMIT): COMMITTED,
+    (PREPARING, ROLL_BACK): None,
+    (COMMITTED, FINISH): None,
+}
+#: What recovery does with a journal it finds, by its state.
+RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH}
+
+
+def next_state(state: str | None, event: str) -> str | None:
+    """The journal state after ``event``; an event the state does not allow is a bug."""
+    try:
+        return TRANSITIONS[(state, event)]
+    except KeyError:
+        raise RuntimeError(
+            f"transaction event {event!r} is not allowed in state {state!r}"
+        ) from None
+
+
+def _state_after(state: str | None, event: str) -> str:
+    after = next_state(state, event)
+    if after is None:
+        raise RuntimeError(f"transaction event {event!r} removes the journal")
+    return after
+
+
+def _advance(record: JournalRecord, event: str) -> JournalRecord:
+    return attrs.evolve(record, state=_state_after(record.state, event))
+
+
+# -- the contract ----------------------------------------------------------------------
+
+OPS: frozenset[str] = frozenset({"add", "update", "delete", "move"})
+
+
+@attrs.frozen(kw_only=True)
+class PlannedChange:
+    """One file of a transaction, planned in memory (DESIGN §4 ApplyPatch)."""
+
+    op: str  # "add" | "update" | "delete" | "move"
+    target: WorkspacePath  # the file updated/deleted/moved, or the new file for add
+    move_to: WorkspacePath | None = None
+    old_bytes: bytes | None = None  # planned old bytes of target (None for add)
+    new_bytes: bytes | None = None  # content at target (update/add) or move_to (move)
+    mode: int | None = None  # permission bits of the published file (kept from the old one)
+
+
+class RollbackIncomplete(Exception):
+    """A rollback or finish could not complete; ``failures`` maps relative paths to reasons."""
+
+    def __init__(self, failures: Mapping[str, str]) -> None:
+        super().__init__(", ".join(f"{path}: {reason}" for path, reason in failures.items()))
+        self.failures = dict(failures)
+
+
+@attrs.define
+class Owned:
+    """What this process made during a publish; an in-process rollback undoes only these."""
+
+    stages: set[str] = attrs.Factory(set)
+    backups: set[str] = attrs.Factory(set)
+    dirs: set[str] = attrs.Factory(set)
+    published: set[str] = attrs.Factory(set)  # added files linked into place
+
+
+@attrs.frozen(kw_only=True)
+class _Step:
+    """A journal entry with absolute paths and the bytes it needs."""
+
+    entry: JournalEntry
+    path: str
+    stage: str | None
+    backup: str | None
+    old_bytes: bytes | None
+    new_bytes: bytes | None
+    mode: int | None
+
+
+@attrs.frozen(kw_only=True)
+class _Plan:
+    record: JournalRecord
+    # Per planned change, its steps: one, or two for a move (source, destination).
+    changes: tuple[tuple[str, tuple[_Step, ...]], ...]
+    dirs_to_create: tuple[str, ...]  # absolute, top first
+
+
+def new_transaction_id() -> str:
+    """Time-ordered (recovery rolls back newest first) and unguessable."""
+    return f"{time.time_ns():016x}{secrets.token_hex(8)}"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def absolute(root: str, relative: str) -> str:
+    return os.path.join(root, *relative.split("/"))
+
+
+def relative_to(root: str, path: str) -> str:
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def _inside(root: str, path: str) -> bool:
+    return path != root and os.path.commonpath([root, path]) == root
+
+
+# -- commit --------------------------------------------------------------------------
+
+
+def commit(
+    workspace: Workspace,
+    changes: Iterable[PlannedChange],
+    *,
+    on_prepared: Callable[[str], object] | None = None,
+    on_committed: Callable[[str], object] | None = None,
+) -> str:
+    """Publish every change or none, under the journal; return the transaction id.
+
+    Spec: PATCH-* (all or nothing), TXN-*, TRACK-* (re-verification inside the lock).
+    """
+    workspace.ensure_writable()
+    planned = tuple(changes)
+    _check_shape(workspace, planned)
+    txn_id = new_transaction_id()
+    keys = {change.target.canonical_key for change in planned}
+    keys |= {change.move_to.canonical_key for change in planned if change.move_to is not None}
+    try:
+        with workspace.locks.transactions(exclusive=False), workspace.locks.hold(keys):
+            workspace.ensure_writable()
+            _run(workspace, txn_id, planned, on_prepared, on_committed)
+    except OSError as exc:  # a lock file, or an inspection before anything changed
+        raise _errors.from_oserror(exc, exc.filename, action="transaction") from exc
+    return txn_id
+
+
+def _run(
+    workspace: Workspace,
+    txn_id: str,
+    planned: Sequence[PlannedChange],
+    on_prepared: Callable[[str], object] | None,
+    on_committed: Callable[[str], object] | None,
+) -> None:
+    plan = _prepare(workspace, txn_id, planned)
+    if on_prepared is not None:
+        try:
+            on_prepared(txn_id)
+        except Exception as exc:
+            _discard_snapshots(workspace, txn_id, exc)
+            raise
+    owned = Owned()
+    try:
+        _publish(workspace, plan, owned)
+        committed = _advance(plan.record, COMMIT)
+        _journal.write(workspace.fs, workspace.journal_dir, committed)
+    except Exception as exc:
+        error = exc if isinstance(exc, ToolError) else _as_tool_error(exc)
+        _abort(workspace, plan.record, owned, error)
+        if error is exc:
+            raise
+        raise error from exc
+    except BaseException:
+        # A crash or an interrupt: no cleanup (a dead process runs none), but this
+        # process must not publish over a transaction that recovery has yet to undo.
+        workspace.mark_needs_recovery(f"transaction {txn_id} was interrupted")
+        raise
+    _after_commit(workspace, committed, on_committed)
+
+
+def _as_tool_error(exc: Exception) -> ToolError:
+    if isinstance(exc, OSError):
+        return _errors.from_oserror(exc, exc.filename, action="publish")
+    return ToolError(_errors.IO_ERROR, f"publish failed: {exc!r}")
+
+
+def _check_shape(workspace: Workspace, planned: Sequence[PlannedChange]) -> None:
+    """Caller errors, raised before any lock or disk access."""
+    if not planned:
+        raise ToolError(_errors.INVALID_ARGUMENT, "a transaction needs at least one change")
+    root = workspace.root
+    seen: set[str] = set()
+    total = 0
+    for change in planned:
+        required = {
+            "update": (True, True, False),
+            "add": (False, True, False),
+            "delete": (True, False, False),
+            "move": (True, True, True),
+        }.get(change.op)
+        if required is None:
+            raise ToolError(_errors.INVALID_ARGUMENT, f"unknown change op {change.op!r}")
+        needs_old, needs_new, needs_move_to = required
+        where = change.target.relative
+        if (change.old_bytes is not None) != needs_old or (
+            change.new_bytes is not None
+        ) != needs_new:
+            raise ToolError(
+                _errors.INVALID_ARGUMENT, f"{change.op} of {where}: old/new bytes do not fit the op"
+            )
+        if (change.move_to is not None) != needs_move_to:
+            raise ToolError(
+                _errors.INVALID_ARGUMENT, f"{change.op} of {where}: move_to does not fit"
+            )
+        if change.mode is not None and not 0 <= change.mode <= 0o7777:
+            raise ToolError(_errors.INVALID_ARGUMENT, f"{where}: bad mode {change.mode!r}")
+        for path in (change.target, change.move_to):
+            if path is None:
+                continue
+            if not _inside(root, path.real):
+                raise ToolError(
+                    _errors.OUTSIDE_WORKSPACE, f"{path.requested} is outside the workspace"
+                )
+            if path.canonical_key in seen:
+                raise ToolError(
+                    _errors.INVALID_ARGUMENT, f"{path.relative} appears twice in one transaction"
+                )
+            seen.add(path.canonical_key)
+        total += len(change.new_bytes or b"")
+    if total > workspace.limits.transaction_bytes:
+        raise ToolError(
+            _errors.TOO_LARGE,
+            f"transaction writes {total} bytes; the limit is {workspace.limits.transaction_bytes}",
+            size=total,
+            limit=workspace.limits.transaction_bytes,
+        )
+
+
+# -- step 0: re-verify and plan, inside the locks ------------------------------------------
+
+
+def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]) -> _Plan:
+    fs, root = workspace.fs, workspace.root
+    targets = {change.target.real for change in planned}
+    targets |= {change.move_to.real for change in planned if change.move_to is not None}
+    dirs_to_create: list[str] = []
+    changes: list[tuple[str, tuple[_Step, ...]]] = []
+    for change in planned:
+        steps: list[_Step] = []
+        if change.op != "add":
+            mode = _verify_existing(fs, change.target, change.old_bytes)
+            kind = {"update": _journal.UPDATE, "delete": _journal.DELETE}.get(
+                change.op, _journal.MOVE_FROM
+            )
+            steps.append(
+                _step(
+                    root,
+                    txn_id,
+                    kind,
+                    change.target.real,
+                    old_bytes=change.old_bytes,
+                    new_bytes=change.new_bytes if change.op == "update" else None,
+                    mode=change.mode if change.mode is not None else mode,
+                    dirs=(),
+                )
+            )
+        if change.op in ("add", "move"):
+            destination = change.move_to if change.move_to is not None else change.target
+            if fs.lexists(destination.real):
+                raise ToolError(
+                    _errors.ALREADY_EXISTS,
+                    f"{destination.relative} already exists",
+                    path=destination.relative,
+                )
+            dirs = _missing_dirs(fs, root, os.path.dirname(destination.real), dirs_to_create)
+            if targets.intersection(dirs):
+                raise ToolError(
+                    _errors.INVALID_ARGUMENT,
+                    f"{destination.relative} needs a directory where this transaction puts a file",
+                )
+            dirs_to_create.extend(dirs)
+            # A moved file keeps its mode; an added one gets the umask's default.
+            new_mode = change.mode if change.mode is not None else (steps[0].mode if steps else None)
+            steps.append(
+                _step(
+                    root,
+                    txn_id,
+                    _journal.ADD if change.op == "add" else _journal.MOVE_TO,
+                    destination.real,
+                    old_bytes=None,
+                    new_bytes=change.new_bytes,
+                    mode=new_mode,
+                    dirs=tuple(dirs),
+                )
+            )
+        changes.append((change.op, tuple(steps)))
+    record = JournalRecord(
+        version=_journal.VERSION,
+        txn_id=txn_id,
+        state=_state_after(None, PREPARE),
+        root=root,
+        entries=tuple(step.entry for _, steps in changes for step in steps),
+    )
+    return _Plan(record=record, changes=tuple(changes), dirs_to_create=tuple(dirs_to_create))
+
+
+def _step(
+    root: str,
+    txn_id: str,
+    kind: str,
+    path: str,
+    *,
+    old_bytes: bytes | None,
+    new_bytes: bytes | None,
+    mode: int | None,
+    dirs: tuple[str, ...],
+) -> _Step:
+    directory, name = os.path.split(path)
+    stage = backup = None
+    if kind in _journal.PUBLISHES_CONTENT:
+        stage = os.path.join(directory, _journal.side_file_name(name, txn_id, "stage"))
+    if kind in _journal.EXISTED_BEFORE:
+        backup = os.path.join(directory, _journal.side_file_name(name, txn_id, "backup"))
+    entry = JournalEntry(
+        kind=kind,
+        path=relative_to(root, path),
+        existed=kind in _journal.EXISTED_BEFORE,
+        old_sha256=None if old_bytes is None else sha256_hex(old_bytes),
+        new_sha256=None if new_bytes is None else sha256_hex(new_bytes),
+        stage=None if stage is None else relative_to(root, stage),
+        backup=None if backup is None else relative_to(root, backup),
+        dirs_created=tuple(relative_to(root, directory) for directory in dirs),
+    )
+    return _Step(
+        entry=entry,
+        path=path,
+        stage=stage,
+        backup=backup,
+        old_bytes=old_bytes,
+        new_bytes=new_bytes,
+        mode=mode,
+    )
+
+
+def _verify_existing(fs: FileSystem, target: WorkspacePath, old_bytes: bytes | None) -> int:
+    """Byte-for-byte re-verification inside the lock; returns the file's mode. Spec: TRACK-*."""
+    where = target.relative
+    try:
+        info = fs.lstat(target.real)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(_errors.IS_A_DIRECTORY, f"{where} is a directory", path=where)
+        if not stat.S_ISREG(info.st_mode):
+            # The resolver saw a regular file; a link or device here was swapped in since.
+            raise ToolError(_errors.STALE, f"{where} is no longer a regular file", path=where)
+        current = fs.read_bytes(target.real)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(_errors.NOT_FOUND, f"{where} does not exist", path=where) from None
+    except OSError as exc:
+        raise _errors.from_oserror(exc, where, action="read") from exc
+    if current != old_bytes:
+        raise ToolError(
+            _errors.STALE,
+            f"{where} changed on disk since the change was planned",
+            path=where,
+            expected_sha256=sha256_hex(old_bytes or b""),
+            current_sha256=sha256_hex(current),
+        )
+    return stat.S_IMODE(info.st_mode)
+
+
+def _missing_dirs(fs: FileSystem, root: str, directory: str, planned: Sequence[str]) -> list[str]:
+    """Directories to create for ``directory``, top first, not already planned."""
+    missing: list[str] = []
+    current = directory
+    while current != root and current not in planned:
+        try:
+            info = fs.lstat(current)
+        except (FileNotFoundError, NotADirectoryError):
+            missing.append(current)
+            current = os.path.dirname(current)
+            continue
+        except OSError as exc:
+            raise _errors.from_oserror(exc, relative_to(root, current), action="inspect") from exc
+        if not stat.S_ISDIR(info.st_mode):
+            where = relative_to(root, current)
+            raise ToolError(
+                _errors.ALREADY_EXISTS, f"{where} exists and is not a directory", path=where
+            )
+        break
+    return list(reversed(missing))
+
+
+# -- steps 1-4 -----------------------------------------------------------------------------
+
+
+def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
+    fs = workspace.fs
+    # 1. The journal, before anything it names exists.
+    _journal.write(fs, workspace.journal_dir, plan.record)
+    fs.fsync_dir(workspace.journal_dir)
+    # 2. Directories (recorded in the journal already), then stage files.
+    for directory in plan.dirs_to_create:
+        fs.mkdir(directory)
+        owned.dirs.add(directory)
+        fs.fsync_dir(os.path.dirname(directory))
+    steps = [step for _, change_steps in plan.changes for step in change_steps]
+    for step in steps:
+        if step.stage is None or step.new_bytes is None:
+            continue
+        fd = fs.create_exclusive(step.stage, 0o600 if step.mode is not None else 0o666)
+        owned.stages.add(step.stage)
+        try:
+            fs.write(fd, step.new_bytes)
+            if step.mode is not None:
+                fs.fchmod(fd, step.mode)
+            fs.fsync(fd)
+        finally:
+            fs.close(fd)
+    # 3. Backups: hard links, so the old bytes outlive the publish.
+    for step in steps:
+        if step.backup is None:
+            continue
+        fs.link(step.path, step.backup)
+        owned.backups.add(step.backup)
+        # The inode we are about to replace, and would restore, holds the planned bytes:
+        # the last check before publishing (TRACK: re-verified in the critical section).
+        if fs.read_bytes(step.backup) != step.old_bytes:
+            raise ToolError(
+                _errors.STALE,
+                f"{step.entry.path} changed on disk while the transaction was prepared",
+                path=step.entry.path,
+            )
+    _fsync_dirs(
+        fs, {os.path.dirname(side) for step in steps for side in (step.stage, step.backup) if side}
+    )
+    # 4. Publish.
+    for op, change_steps in plan.changes:
+        _publish_change(fs, op, change_steps, owned)
+    _fsync_dirs(fs, {os.path.dirname(step.path) for step in steps})
+
+
+def _publish_change(fs: FileSystem, op: str, steps: Sequence[_Step], owned: Owned) -> None:
+    if op == "update":
+        (step,) = steps
+        assert step.stage is not None
+        # The backup link keeps the old bytes; rename never touches it.
+        fs.rename(step.stage, step.path)
+        owned.stages.discard(step.stage)
+    elif op == "add":
+        (step,) = steps
+        assert step.stage is not None
+        fs.link(step.stage, step.path)  # EEXIST if something appeared there: no clobber
+        owned.published.add(step.path)
+        fs.unlink(step.stage)
+        owned.stages.discard(step.stage)
+    elif op == "delete":
+        (step,) = steps
+        fs.unlink(step.path)
+    else:  # move
+        source, destination = steps
+        assert destination.stage is not None
+        fs.link(destination.stage, destination.path)
+        owned.published.add(destination.path)
+        fs.unlink(source.path)
+        fs.unlink(destination.stage)
+        owned.stages.discard(destination.stage)
+
+
+def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
+    for directory in sorted(directories):
+        fs.fsync_dir(directory)
+
+
+# -- steps 5-6 and the abort -------------------------------------------------------------
+
+
+def _after_commit(
+    workspace: Workspace, record: JournalRecord, on_committed: Callable[[str], object] | None
+) -> None:
+    """From the commit point on the change stands: nothing here undoes it."""
+    fs, txn_id = workspace.fs, record.txn_id
+    durable = True
+    try:
+        fs.fsync_dir(workspace.journal_dir)
+    except OSError as exc:
+        # The files are published and durable, the commit record may not be. Keep the
+        # backups (a lost commit record means recovery rolls back and needs them) and
+        # let recover() make the record durable before it removes them.
+        durable = False
+        workspace.mark_needs_recovery(
+            f"transaction {txn_id} is committed but its journal could not be synced: {exc}"
+        )
+    if on_committed is not None:
+        try:
+            on_committed(txn_id)
+        except Exception as exc:
+            # The journal stays ``committed``: recovery confirms the transaction again.
+            workspace.mark_needs_recovery(
+                f"transaction {txn_id} is committed but its commit hook failed: {exc!r}"
+            )
+            return
+    if not durable:
+        return
+    try:
+        finish(fs, workspace.root, record)
+        _journal.remove(fs, workspace.journal_dir, txn_id)
+    except (RollbackIncomplete, OSError):
+        # Cleanup after the commit point is best effort: the journal stays ``committed``
+        # and names every leftover, and the next recover() (every open runs one)
+        # removes them. The change itself is complete, so the call succeeds.
+        return
+    assert next_state(COMMITTED, FINISH) is None
+
+
+def _abort(workspace: Workspace, record: JournalRecord, owned: Owned, error: ToolError) -> None:
+    """Undo an unfinished publish in-process; raise IO_ERROR if that cannot be done."""
+    fs = workspace.fs
+    try:
+        roll_back(fs, workspace.root, record, owned=owned)
+        if fs.lexists(_journal.journal_path(workspace.journal_dir, record.txn_id)):
+            _journal.remove(fs, workspace.journal_dir, record.txn_id)
+    except (RollbackIncomplete, OSError) as exc:
+        failures = exc.failures if isinstance(exc, RollbackIncomplete) else {"journal": str(exc)}
+        workspace.mark_needs_recovery(
+            f"transaction {record.txn_id} failed ({error.code}) and could not be rolled back"
+        )
+        raise ToolError(
+            _errors.IO_ERROR,
+            f"transaction failed ({error.message}) and its rollback could not finish; "
+            "call recover()",
+            not_restored=sorted(failures),
+            failures=failures,
+            cause=error.code,
+            transaction=record.txn_id,
+        ) from error
+    assert next_state(PREPARING, ROLL_BACK) is None
+    _discard_snapshots(workspace, record.txn_id, error)
+
+
+def _discard_snapshots(workspace: Workspace, txn_id: str, error: BaseException) -> None:
+    try:
+        snapshot_hook(workspace, "discard_transaction", txn_id)
+    except Exception as exc:
+        if isinstance(error, ToolError):
+            error.details["snapshot_discard_error"] = repr(exc)
+
+
+def snapshot_hook(workspace: Workspace, name: str, txn_id: str) -> None:
+    """Call ``workspace.snapshots.<name>(txn_id)`` if the store provides it."""
+    method = getattr(workspace.snapshots, name, None)
+    if callable(method):
+        method(txn_id)
+
+
+# -- roll back and finish: shared by the abort and by recovery -----------------------------
+
+
+def roll_back(
+    fs: FileSystem, root: str, record: JournalRecord, *, owned: Owned | None = None
+) -> list[str]:
+    """Put every path back as it was before ``record``; return the leftovers removed.
+
+    Idempotent. With ``owned`` (in-process) only what this process made is touched;
+    recovery trusts the journal's names, which ``_journal.decode`` has checked.
+    Raises ``RollbackIncomplete`` naming every path it could not restore.
+    """
+    failures: dict[str, str] = {}
+    cleaned: list[str] = []
+    synced: set[str] = set()
+    for entry in record.entries:
+        if entry.backup is None:
+            continue
+        path, backup = absolute(root, entry.path), absolute(root, entry.backup)
+        if owned is not None and backup not in owned.backups:
+            continue
+        try:
+            if _restore(fs, path, backup):
+                synced.add(os.path.dirname(path))
+        except OSError as exc:
+            failures[entry.path] = f"backup not restored: {exc}"
+    for entry in record.entries:
+        if entry.existed:
+            continue
+        path = absolute(root, entry.path)
+        if owned is not None and path not in owned.published:
+            continue
+        try:
+            if _remove_if_hash(fs, path, entry.new_sha256):
+                synced.add(os.path.dirname(path))
+        except OSError as exc:
+            failures[entry.path] = f"added file not removed: {exc}"
+    for entry in record.entries:
+        if entry.stage is None:
+            continue
+        stage = absolute(root, entry.stage)
+        if owned is not None and stage not in owned.stages:
+            continue
+        try:
+            if fs.lexists(stage):
+                fs.unlink(stage)
+                cleaned.append(entry.stage)
+                synced.add(os.path.dirname(stage))
+        except OSError as exc:
+            failures[entry.stage] = f"stage file not removed: {exc}"
+    created = {directory for entry in record.entries for directory in entry.dirs_created}
+    for relative in sorted(created, key=lambda d: (-d.count("/"), d)):
+        directory = absolute(root, relative)
+        if owned is not None and directory not in owned.dirs:
+            continue
+        try:
+            if fs.lexists(directory):
+                fs.rmdir(directory)
+            synced.add(os.path.dirname(directory))
+        except OSError as exc:
+            if exc.errno not in (_errno.ENOTEMPTY, _errno.EEXIST):
+                failures[relative] = f"created directory not removed: {exc}"
+            # Not empty: it holds files this transaction did not make; they stay.
+    _sync_existing(fs, root, synced, failures)
+    if failures:
+        raise RollbackIncomplete(failures)
+    return cleaned
+
+
+def finish(fs: FileSystem, root: str, record: JournalRecord) -> list[str]:
+    """Remove the backups and stage files a committed transaction left; idempotent."""
+    failures: dict[str, str] = {}
+    cleaned: list[str] = []
+    synced: set[str] = set()
+    for entry in record.entries:
+        for side in (entry.backup, entry.stage):
+            if side is None:
+                continue
+            path = absolute(root, side)
+            try:
+                if fs.lexists(path):
+                    fs.unlink(path)
+                    cleaned.append(side)
+                    synced.add(os.path.dirname(path))
+            except OSError as exc:
+                failures[side] = f"not removed: {exc}"
+    _sync_existing(fs, root, synced, failures)
+    if failures:
+        raise RollbackIncomplete(failures)
+    return cleaned
+
+
+def _sync_existing(
+    fs: FileSystem, root: str, directories: set[str], failures: dict[str, str]
+) -> None:
+    for directory in sorted(directories):
+        try:
+            if fs.lexists(directory):
+                fs.fsync_dir(directory)
+        except OSError as exc:
+            failures[relative_to(root, directory) or "."] = f"directory not synced: {exc}"
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _restore(fs: FileSystem, path: str, backup: str) -> bool:
+    """Bring the backup's file back at ``path``; False if there is no backup (any more)."""
+    try:
+        kept = fs.lstat(backup)
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # never made, or restored by an earlier (interrupted) recovery
+    try:
+        current: os.stat_result | None = fs.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        current = None
+    if current is not None and _same_file(current, kept):
+        # The target is still the old file: drop the extra link. Renaming would be the
+        # POSIX no-op between two links of one file and leave the backup behind.
+        fs.unlink(backup)
+    else:
+        fs.rename(backup, path)
+    if fs.lexists(backup):
+        if _same_file(fs.lstat(path), fs.lstat(backup)):
+            fs.unlink(backup)
+        else:
+            raise OSError(_errno.EIO, "backup still present after restoring", backup)
+    return True
+
+
+def _remove_if_hash(fs: FileSystem, path: str, expected_sha256: str | None) -> bool:
+    """Remove a file this transaction added, only if it holds the planned new content."""
+    try:
+        info = fs.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        data = fs.read_bytes(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if sha256_hex(data) != expected_sha256:
+        return False  # not ours: something else was created there
+    fs.unlink(path)
+    return True
+
+
+# -- recovery of one journal ---------------------------------------------------------------
+
+
+def settle(workspace: Workspace, record: JournalRecord) -> tuple[str, list[str]]:
+    """Roll back (``preparing``) or finish (``committed``) a journal found on disk, then
+    delete it; return the event applied and the leftovers removed. Spec: RECOV-*.
+
+    The caller holds the workspace guard exclusively, so no transaction is running.
+    Raises ``RollbackIncomplete`` (the journal is kept, so a later recovery retries).
+    """
+    fs, root, txn_id = workspace.fs, workspace.root, record.txn_id
+    event = RECOVERY_EVENT[record.state]
+    cleaned = roll_back(fs, root, record) if event == ROLL_BACK else finish(fs, root, record)
+    hook = "discard_transaction" if event == ROLL_BACK else "confirm_transaction"
+    try:
+        snapshot_hook(workspace, hook, txn_id)
+    except Exception as exc:
+        raise RollbackIncomplete({f"snapshots of {txn_id}": repr(exc)}) from exc
+    try:
+        _journal.remove(fs, workspace.journal_dir, txn_id)
+    except OSError as exc:
+        raise RollbackIncomplete({f"journal {txn_id}": str(exc)}) from exc
+    assert next_state(record.state, event) is None
+    return event, cleaned
