@@ -100,6 +100,8 @@ class FileSystem:
         return os.path.realpath(path)
 
     def lstat(self, path: str) -> os.stat_result:
+        if os.path.dirname(path) == path:  # the file-system root has no parent to walk
+            return os.stat(path, follow_symlinks=False)
         with self._parent(path) as (dir_fd, name):
             return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
 
