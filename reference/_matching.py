@@ -642,6 +642,9 @@ def validate(spec: EditSpec) -> None:
 def locate(text: str, spec: EditSpec, *, _hay: _Haystack | None = None) -> Located:
     """Run the cascade for one edit. Spec: EDIT-* (matching order, AMBIGUOUS, NO_MATCH)."""
     validate(spec)
+    if not spec.old_string and not text:
+        # An empty file is filled with the new text as given (it has no style to keep).
+        return Located(spans=(Span(0, 0, spec.new_string),), matched_by="exact", line=1)
     if not spec.old_string:
         raise ToolError(
             _errors.INVALID_ARGUMENT,

@@ -1,0 +1,241 @@
+"""Edit: string replacements in one file, all or nothing (DESIGN §4 "Edit").
+
+The flow, and where each failure is raised:
+
+1. The arguments: the edits are EditSpecs or mappings with the same keys, at least one
+   (INVALID_ARGUMENT); the path is resolved and confined (OUTSIDE_WORKSPACE, ...);
+   notebooks are UNSUPPORTED.
+2. Under the lock of the file's canonical key: the bytes are read (NOT_FOUND,
+   IS_A_DIRECTORY, TOO_LARGE), the session must have read them in full at their
+   current hash or give ``expected_sha256`` (NOT_READ, STALE), and they must decode
+   as text (BINARY).
+3. In memory: every edit is matched and applied in order on the result of the one
+   before (``_matching``: NO_MATCH, AMBIGUOUS, NO_CHANGE); the new text is encoded
+   like the old one (encoding, BOM; line breaks are the matching's business).
+4. ``_write.replace_locked`` publishes atomically after a byte-for-byte re-check of the
+   old bytes, records the snapshot (best effort) and the session's new access record.
+
+An empty ``old_string`` creates a missing file, or fills an existing empty one.
+Nothing touches the disk before step 4, so any failure leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from editspec.reference import _errors, _text
+from editspec.reference._diff import unified_diff
+from editspec.reference._errors import ToolError
+from editspec.reference._matching import apply_edits
+from editspec.reference._paths import MISSING, WorkspacePath
+from editspec.reference._results import EditResult, EditSpec, Replacement
+
+if TYPE_CHECKING:
+    from editspec.reference._workspace import Session, Workspace
+
+NOTEBOOK_SUFFIX = ".ipynb"
+OPERATION = "patch"
+_RESOLVE_ATTEMPTS = 3
+
+_SPEC_FIELDS = frozenset(("old_string", "new_string", "replace_all", "line", "before", "after"))
+
+
+def coerce_edits(edits: object) -> tuple[EditSpec, ...]:
+    """The edits as EditSpecs: EditSpec or mappings with its keys; at least one."""
+    if isinstance(edits, (EditSpec, Mapping)):
+        edits = [edits]
+    if isinstance(edits, (str, bytes)) or not isinstance(edits, Sequence):
+        raise ToolError(_errors.INVALID_ARGUMENT, "edits must be a list of EditSpec")
+    if not edits:
+        raise ToolError(_errors.INVALID_ARGUMENT, "edits is empty; give at least one EditSpec")
+    specs: list[EditSpec] = []
+    for index, item in enumerate(edits):
+        if isinstance(item, EditSpec):
+            specs.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise ToolError(
+                _errors.INVALID_ARGUMENT,
+                f"edit {index + 1} is a {type(item).__name__}; expected an EditSpec or a mapping",
+                edit_index=index,
+            )
+        unknown = sorted(str(key) for key in item if key not in _SPEC_FIELDS)
+        missing = [key for key in ("old_string", "new_string") if key not in item]
+        if unknown or missing:
+            problem = f"unknown keys {unknown}" if unknown else f"missing {missing}"
+            raise ToolError(
+                _errors.INVALID_ARGUMENT, f"edit {index + 1}: {problem}", edit_index=index
+            )
+        fields: dict[str, Any] = dict(item)
+        specs.append(EditSpec(**fields))
+    return tuple(specs)
+
+
+def edit(
+    session: Session,
+    path: str,
+    edits: Sequence[EditSpec],
+    *,
+    expected_sha256: str | None = None,
+    message_id: str | None = None,
+) -> EditResult:
+    """Apply string replacements to one file, all or nothing. Spec: EDIT-*, TRACK-*, WRITE-*."""
+    from editspec.reference._write import check_expected_sha256, check_message_id
+
+    workspace = session.workspace
+    specs = coerce_edits(edits)
+    expected = check_expected_sha256(expected_sha256)
+    message = check_message_id(message_id)
+    for _ in range(_RESOLVE_ATTEMPTS):
+        target = workspace.resolve(path)
+        _refuse_notebook(target)
+        with workspace.locks.hold([target.canonical_key]):
+            locked = workspace.resolve(path)
+            if locked.canonical_key != target.canonical_key:
+                continue  # a link changed between resolution and locking: start over
+            return _edit_locked(session, locked, specs, expected, message)
+    raise ToolError(
+        _errors.STALE, f"{path} kept changing where it leads while it was being edited", path=path
+    )
+
+
+def _refuse_notebook(target: WorkspacePath) -> None:
+    for name in (target.logical, target.real):
+        if name.lower().endswith(NOTEBOOK_SUFFIX):
+            raise ToolError(
+                _errors.UNSUPPORTED,
+                f"{target.logical_relative} is a Jupyter notebook; edit its cells with "
+                "Session.edit_notebook (notebook editing) instead of replacing text in its JSON",
+                path=target.logical_relative,
+            )
+
+
+def _edit_locked(
+    session: Session,
+    target: WorkspacePath,
+    specs: Sequence[EditSpec],
+    expected_sha256: str | None,
+    message_id: str | None,
+) -> EditResult:
+    from editspec.reference._write import refuse_non_file, replace_locked
+
+    workspace = session.workspace
+    shown = target.logical_relative
+    refuse_non_file(target)
+    old_bytes = _read_current(workspace, target)
+    if old_bytes is None:
+        old_sha256 = None
+        decoded: _text.DecodedText | None = None
+        text = ""
+        _require_creation(shown, specs, expected_sha256)
+    else:
+        old_sha256 = _text.sha256_hex(old_bytes)
+        workspace.access.require_fresh(
+            session.id,
+            target.canonical_key,
+            current_sha256=old_sha256,
+            expected_sha256=expected_sha256,
+            display_path=shown,
+        )
+        decoded = _text.decode(old_bytes)
+        if decoded is None:
+            raise ToolError(
+                _errors.BINARY, f"{shown} is a binary file; it cannot be edited as text", path=shown
+            )
+        text = decoded.text
+    new_text, replacements = _apply(shown, text, specs)
+    new_bytes = _text.encode(new_text, decoded)
+    _check_size(workspace, shown, len(new_bytes), "would be")
+    warnings = _growth_warning(workspace, shown, len(old_bytes or b""), len(new_bytes))
+    diff = unified_diff(shown, text, new_text, old_exists=old_bytes is not None)
+    snapshot_created, write_warnings = replace_locked(
+        session, target, old_bytes, new_bytes, message_id=message_id
+    )
+    return EditResult(
+        path=shown,
+        operation=OPERATION,
+        old_sha256=old_sha256,
+        new_sha256=_text.sha256_hex(new_bytes),
+        bytes_written=len(new_bytes),
+        newline=_text.newline_style(new_text),
+        diff=diff,
+        snapshot_created=snapshot_created,
+        replacements=replacements,
+        warnings=warnings + write_warnings,
+    )
+
+
+def _require_creation(shown: str, specs: Sequence[EditSpec], expected_sha256: str | None) -> None:
+    """A missing file is created only by a first edit with an empty old_string."""
+    if specs[0].old_string != "":
+        raise ToolError(
+            _errors.NOT_FOUND,
+            f"{shown} does not exist; an edit with an empty old_string creates it",
+            path=shown,
+        )
+    if expected_sha256 is not None:
+        raise ToolError(
+            _errors.STALE,
+            f"{shown} does not exist, so it does not have the expected sha256",
+            path=shown,
+            expected_sha256=expected_sha256,
+            current_sha256=None,
+        )
+
+
+def _apply(shown: str, text: str, specs: Sequence[EditSpec]) -> tuple[str, tuple[Replacement, ...]]:
+    try:
+        new_text, replacements = apply_edits(text, specs)
+    except ToolError as error:
+        details = {**error.details, "path": shown}
+        raise ToolError(error.code, f"{shown}: {error.message}", **details) from None
+    if new_text == text and text:
+        raise ToolError(
+            _errors.NO_CHANGE, f"{shown}: the edits leave the file as it is", path=shown
+        )
+    return new_text, replacements
+
+
+def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
+    """The file's bytes (TOO_LARGE over the limit), or None when nothing is there."""
+    if target.kind == MISSING:
+        return None
+    shown = target.logical_relative
+    try:
+        size = workspace.fs.lstat(target.real).st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _errors.from_oserror(exc, shown, action="inspect") from exc
+    _check_size(workspace, shown, size, "is")
+    try:
+        data = workspace.fs.read_bytes(target.real)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _errors.from_oserror(exc, shown, action="read") from exc
+    _check_size(workspace, shown, len(data), "is")
+    return data
+
+
+def _check_size(workspace: Workspace, shown: str, size: int, verb: str) -> None:
+    limit = workspace.limits.edit_file_bytes
+    if size > limit:
+        raise ToolError(
+            _errors.TOO_LARGE,
+            f"{shown} {verb} {size} bytes; files over {limit} bytes are not edited",
+            path=shown,
+            size=size,
+            limit=limit,
+        )
+
+
+def _growth_warning(workspace: Workspace, shown: str, before: int, after: int) -> tuple[str, ...]:
+    factor = workspace.limits.growth_warning_factor
+    if before and after > factor * before:
+        return (
+            f"{shown} grew from {before} to {after} bytes, more than {factor} times; "
+            "check that the edit replaced what was intended",
+        )
+    return ()
