@@ -1,0 +1,76 @@
+"""editspec.spec: the executable specification of file tools for coding agents.
+
+Every test in this package is one numbered clause (``@clause("EDIT-004", MUST, ...)``).
+The suite reaches an implementation only through the driver contract (``Driver``,
+``Session``; DESIGN §2) and runs against the reference engine unless told otherwise::
+
+    editspec check --driver mypackage.tools:factory --report report.md
+    pytest --pyargs editspec.spec --editspec-driver=mypackage.tools:factory
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from editspec.spec._assertions import (
+    UncodedError,
+    assert_fields,
+    raises_any_code,
+    raises_code,
+    within,
+)
+from editspec.spec._clauses import MAY, MUST, SHOULD, Clause, ClauseDefinitionError, clause
+from editspec.spec.contract import (
+    CAPABILITIES,
+    CONTRACT_VERSION,
+    PROFILES,
+    Driver,
+    DriverFactory,
+    Profile,
+    Session,
+)
+
+# Imported on first use: they pull in the fault-injection machinery.
+_LAZY = {
+    "crash_at": "editspec.spec.crash",
+    "fail_at": "editspec.spec.crash",
+    "call_at": "editspec.spec.crash",
+    "count_mutations": "editspec.spec.crash",
+    "SimulatedCrash": "editspec.spec.crash",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "CAPABILITIES",
+    "CONTRACT_VERSION",
+    "MAY",
+    "MUST",
+    "PROFILES",
+    "SHOULD",
+    "Clause",
+    "ClauseDefinitionError",
+    "Driver",
+    "DriverFactory",
+    "Profile",
+    "Session",
+    "SimulatedCrash",
+    "UncodedError",
+    "assert_fields",
+    "call_at",
+    "clause",
+    "count_mutations",
+    "crash_at",
+    "fail_at",
+    "raises_any_code",
+    "raises_code",
+    "within",
+]

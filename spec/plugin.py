@@ -1,3 +1,380 @@
-"""The editspec pytest plugin (registered through the ``pytest11`` entry point)."""
+"""The editspec pytest plugin (registered through the ``pytest11`` entry point).
+
+It is loaded in every pytest run of an environment where editspec is installed, so it
+stays inert until a clause runs: options are registered, but the driver is loaded, the
+capabilities probed and the report built only for items that carry a clause.
+
+* Options: ``--editspec-driver=module:factory`` (default: the reference engine),
+  ``--editspec-mcp="COMMAND"`` with ``--editspec-mcp-map=FILE``,
+  ``--editspec-expectations=FILE``, ``--editspec-report=PATH`` (``.json`` or ``.md``,
+  repeatable).
+* A clause whose ``requires`` the driver does not declare is skipped with a reason that
+  starts with ``UNSUPPORTED:``; an expected failure becomes a strict ``xfail``.
+* Each phase report carries the clause and its classified outcome in
+  ``user_properties``, so the controller of an ``xdist`` run builds the report from the
+  workers' reports alone.
+
+The fixtures clauses use live in ``spec/conftest.py`` (they apply to the suite's own
+modules only).
+"""
 
 from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Generator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROPERTY = "editspec"
+_UNSUPPORTED_PREFIX = "UNSUPPORTED:"
+_WITHDRAWN_PREFIX = "WITHDRAWN:"
+_XPASS_STRICT = "[XPASS(strict)]"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("editspec", "editspec conformance suite")
+    group.addoption(
+        "--editspec-driver",
+        metavar="MODULE:FACTORY",
+        help="the implementation under test: a DriverFactory (default: the reference engine)",
+    )
+    group.addoption(
+        "--editspec-mcp",
+        metavar="COMMAND",
+        help="test an MCP server started with this command line instead of a Python driver",
+    )
+    group.addoption(
+        "--editspec-mcp-map",
+        metavar="FILE",
+        help="a TOML map from the contract's operations to the MCP server's tools",
+    )
+    group.addoption(
+        "--editspec-expectations",
+        metavar="FILE",
+        help="known failures of the implementation (TOML keyed by clause id), applied strictly",
+    )
+    group.addoption(
+        "--editspec-report",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="write the conformance report to PATH (.json or .md); may be repeated",
+    )
+
+
+class EditspecState:
+    """Per-run state of the plugin (one per pytest process)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from editspec.spec.drivers import DriverSpec
+
+        self.config = config
+        self.spec = DriverSpec(
+            driver=config.getoption("editspec_driver"),
+            mcp=config.getoption("editspec_mcp"),
+            mcp_map=config.getoption("editspec_mcp_map"),
+        )
+        self.expectations_path: str | None = config.getoption("editspec_expectations")
+        self.expectations: dict[str, Any] = {}
+        self.report_paths: list[str] = list(config.getoption("editspec_report") or [])
+        self._factory: Any = None
+        self._info: dict[str, Any] | None = None
+        self.phases: dict[str, dict[str, Any]] = {}
+        self.started = time.monotonic()
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.report: dict[str, Any] | None = None
+
+    # -- the driver ----------------------------------------------------------------------
+
+    def factory(self) -> Any:
+        if self._factory is None:
+            from editspec.spec.drivers import factory_for
+
+            self._factory = factory_for(self.spec)
+        return self._factory
+
+    def info(self) -> dict[str, Any]:
+        """Name and capabilities of the driver, from one probe instance (cached)."""
+        if self._info is None:
+            base = Path(tempfile.mkdtemp(prefix="editspec-probe-"))
+            try:
+                (base / "ws").mkdir()
+                (base / "state").mkdir()
+                driver = self.factory()(base / "ws", base / "state")
+                try:
+                    self._info = {
+                        "name": str(getattr(driver, "name", "?")),
+                        "capabilities": sorted(frozenset(driver.capabilities)),
+                        "driver": self.spec.describe(),
+                    }
+                finally:
+                    driver.close()
+            finally:
+                shutil.rmtree(base, ignore_errors=True)
+        return self._info
+
+    # -- hooks of the run (registered as a plugin object) ------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        _record_phase(self, report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        _finish(self)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None:
+            return
+        from editspec.spec import report
+
+        terminalreporter.section("editspec conformance")
+        for line in report.render_text(self.report).splitlines():
+            terminalreporter.write_line(line)
+        unknown = self.report.get("unknown_expectations")
+        if unknown:
+            terminalreporter.write_line(
+                "expectations name clauses that did not run: " + ", ".join(unknown)
+            )
+
+
+_STATE = pytest.StashKey[EditspecState]()
+
+
+def state_of(config: pytest.Config) -> EditspecState:
+    return config.stash[_STATE]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from editspec.spec.drivers import DriverLoadError
+
+    state = EditspecState(config)
+    config.stash[_STATE] = state
+    config.pluginmanager.register(state, "editspec-state")
+    for path in state.report_paths:
+        if Path(path).suffix not in (".json", ".md"):
+            raise pytest.UsageError(f"--editspec-report: {path} must end in .json or .md")
+    if state.expectations_path:
+        from editspec.spec import expectations
+
+        try:
+            state.expectations = expectations.load(state.expectations_path)
+        except expectations.ExpectationsError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+    if state.spec.driver or state.spec.mcp or state.spec.mcp_map:
+        # Named explicitly: a typo is a usage error now, not 150 errors later.
+        try:
+            state.factory()
+        except DriverLoadError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not (state.spec.driver or state.spec.mcp):
+        return None
+    return f"editspec driver: {state.spec.describe()}"
+
+
+def _clause(item: pytest.Item) -> Any:
+    from editspec.spec._clauses import clause_of
+
+    return clause_of(getattr(item, "obj", None))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = state_of(config)
+    for item in items:
+        found = _clause(item)
+        if found is None:
+            continue
+        item.extra_keyword_matches.update({found.id, found.area, found.level})
+        item.user_properties.append(("clause", found.id))
+        expectation = state.expectations.get(found.id)
+        if expectation is not None and found.withdrawn is None:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=expectation.reason))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    found = _clause(item)
+    if found is None:
+        return
+    if found.withdrawn is not None:
+        pytest.skip(f"{_WITHDRAWN_PREFIX} {found.withdrawn}")
+    if found.requires:
+        from editspec.spec.drivers import DriverLoadError
+
+        try:
+            declared = frozenset(state_of(item.config).info()["capabilities"])
+        except DriverLoadError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+        missing = sorted(found.requires - declared)
+        if missing:
+            pytest.skip(f"{_UNSUPPORTED_PREFIX} the driver does not declare {', '.join(missing)}")
+
+
+# -- classification -------------------------------------------------------------------------
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+    else:
+        reason = str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def _exception_outcome(excinfo: pytest.ExceptionInfo[BaseException] | None) -> tuple[str, str]:
+    from editspec.spec._assertions import UncodedError
+    from editspec.spec.contract import is_error_code
+    from editspec.spec.report import ERROR, FAIL
+
+    if excinfo is None:
+        return FAIL, ""
+    exc = excinfo.value
+    message = excinfo.exconly()
+    if len(message) > 2000:
+        message = message[:2000] + " ..."
+    if isinstance(exc, AssertionError) or type(exc).__module__.startswith("_pytest"):
+        return FAIL, message
+    if isinstance(exc, UncodedError):
+        return ERROR, message
+    if is_error_code(getattr(exc, "code", None)):
+        # A coded error where the clause expected success: the behaviour, not a crash.
+        return FAIL, message
+    return ERROR, message
+
+
+def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> tuple[str | None, str]:
+    """The outcome one phase contributes to its clause (None: nothing to say)."""
+    from editspec.spec import report as outcomes
+
+    wasxfail = getattr(report, "wasxfail", None)
+    if wasxfail is not None:
+        if report.skipped:
+            return outcomes.XFAIL, f"expected failure: {wasxfail}"
+        return outcomes.XPASS, f"passed, but the expectations list it: {wasxfail}"
+    if report.skipped:
+        reason = _skip_reason(report)
+        if reason.startswith(_UNSUPPORTED_PREFIX):
+            return outcomes.UNSUPPORTED, reason
+        if reason.startswith(_WITHDRAWN_PREFIX):
+            return outcomes.WITHDRAWN, reason
+        return outcomes.SKIPPED, reason
+    if report.passed:
+        return (outcomes.PASS, "") if report.when == "call" else (None, "")
+    if report.when == "call" and _XPASS_STRICT in str(report.longrepr):
+        reason = str(report.longrepr).replace(_XPASS_STRICT, "").strip()
+        return outcomes.XPASS, f"passed, but the expectations list it: {reason}"
+    outcome, message = _exception_outcome(call.excinfo)
+    if report.when != "call":
+        # A fixture (the driver factory, close, ...) failed: the clause could not run.
+        return outcomes.ERROR, f"{report.when} failed: {message}"
+    return outcome, message
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    found = _clause(item)
+    if found is not None:
+        outcome, message = classify(report, call)
+        data = {
+            "clause": {
+                "id": found.id,
+                "level": found.level,
+                "area": found.area,
+                "profile": found.profile,
+                "requires": sorted(found.requires),
+                "text": found.text,
+            },
+            "outcome": outcome,
+            "message": message,
+        }
+        report.user_properties = [*report.user_properties, (PROPERTY, data)]
+    return report
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _record_phase(state: EditspecState, report: pytest.TestReport) -> None:
+    data = next((value for key, value in report.user_properties if key == PROPERTY), None)
+    if data is None:
+        return
+    from editspec.spec.report import worst
+
+    phase = state.phases.setdefault(
+        report.nodeid, {"clause": data["clause"], "outcomes": [], "message": "", "duration": 0.0}
+    )
+    phase["duration"] += float(report.duration or 0.0)
+    if data["outcome"] is not None:
+        before = worst(phase["outcomes"]) if phase["outcomes"] else None
+        phase["outcomes"].append(data["outcome"])
+        if before is None or worst([before, data["outcome"]]) != before:
+            phase["message"] = data["message"]
+
+
+def _finish(state: EditspecState) -> None:
+    config = state.config
+    if _is_worker(config) or not state.phases:
+        return
+    from editspec.spec import catalog, report
+
+    items = []
+    for nodeid, phase in state.phases.items():
+        outcomes = phase["outcomes"] or [report.ERROR]
+        items.append(
+            {
+                "nodeid": nodeid,
+                "clause": phase["clause"],
+                "outcome": report.worst(outcomes),
+                "message": phase["message"] or ("" if phase["outcomes"] else "no outcome recorded"),
+                "duration": phase["duration"],
+            }
+        )
+    try:
+        implementation = state.info()
+    except Exception as exc:  # the report still records what ran
+        implementation = {
+            "name": "?",
+            "capabilities": [],
+            "driver": state.spec.describe(),
+            "probe_error": str(exc),
+        }
+    built = report.build(
+        items,
+        implementation=implementation,
+        catalog_hash=catalog.catalog_hash(),
+        expectations=state.expectations_path,
+        duration=time.monotonic() - state.started,
+        started=state.started_at,
+        workers=int(getattr(config.option, "numprocesses", 0) or 0),
+    )
+    ran = {record["id"] for record in built["clauses"]}
+    unknown = sorted(set(state.expectations) - ran)
+    if unknown:
+        built["unknown_expectations"] = unknown
+    state.report = built
+    for path in state.report_paths:
+        _write_report(built, Path(path))
+
+
+def _write_report(built: dict[str, Any], path: Path) -> None:
+    import json
+
+    from editspec.spec import report
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".md":
+        path.write_text(report.render_markdown(built), encoding="utf-8")
+    else:
+        path.write_text(json.dumps(built, indent=2, sort_keys=False) + "\n", encoding="utf-8")

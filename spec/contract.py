@@ -1,0 +1,280 @@
+"""The conformance contract: what the suite knows about an implementation (DESIGN §2).
+
+This is the project's most stable surface. ``Driver`` and ``Session`` are structural
+(``typing.Protocol``): an implementation needs no base class, only these methods and
+results with these attribute names. Change any of it only with a bump of
+``CONTRACT_VERSION``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+CONTRACT_VERSION = "1.0"
+
+# -- capabilities and profiles ---------------------------------------------------
+
+CAPABILITY_DESCRIPTIONS: Mapping[str, str] = {
+    "read": "Session.read: whole files, line and byte ranges, encodings, binary detection",
+    "write": "Session.write: create and replace whole files atomically",
+    "edit": "Session.edit: string replacements with the matching cascade",
+    "confinement": "paths are confined to the workspace root, symlinks included",
+    "read_before_write": "replacing a file needs a full read in the same session (NOT_READ)",
+    "stale_detection": "a file changed since the session read it is refused (STALE)",
+    "cas": "expected_sha256 stands in for a read (compare-and-swap)",
+    "apply_patch": "Session.apply_patch: multi-file patches, all or nothing",
+    "recovery": "Driver.recover: journaled transactions survive crashes",
+    "snapshots": "message_id snapshots and Session.rewind",
+    "glob": "Session.glob",
+    "grep": "Session.grep",
+    "list_directory": "Session.list_directory",
+    "python_fs": "a Python implementation in this process: faults are injected at the os level",
+    "process": "a separate process the suite may kill and restart",
+    "remote_acp": "files reached only through an ACP client's read/write text methods",
+    "notebook": "cell-level edits of .ipynb files",
+}
+CAPABILITIES: frozenset[str] = frozenset(CAPABILITY_DESCRIPTIONS)
+
+# Clause id prefixes, in catalog order (DESIGN §4).
+AREAS: tuple[str, ...] = (
+    "PATH",
+    "READ",
+    "WRITE",
+    "TRACK",
+    "EDIT",
+    "PATCH",
+    "TXN",
+    "RECOV",
+    "SNAP",
+    "GLOB",
+    "GREP",
+    "LIST",
+    "LOCK",
+    "LIMIT",
+    "REMOTE",
+    "NB",
+)
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """A named set of capabilities; ``any_of`` profiles need one of them, not all."""
+
+    name: str
+    capabilities: frozenset[str]
+    any_of: bool = False
+
+    def supported_by(self, capabilities: frozenset[str]) -> bool:
+        if self.any_of:
+            return bool(self.capabilities & capabilities)
+        return self.capabilities <= capabilities
+
+
+_CORE = frozenset({"read", "write", "edit", "confinement"})
+_GUARDED = _CORE | {"read_before_write", "stale_detection", "cas"}
+_TRANSACTIONAL = _GUARDED | {"apply_patch", "recovery"}
+_SEARCH = frozenset({"glob", "grep", "list_directory"})
+_CRASH = frozenset({"python_fs", "process"})
+
+PROFILES: Mapping[str, Profile] = {
+    profile.name: profile
+    for profile in (
+        Profile(name="Core", capabilities=_CORE),
+        Profile(name="Guarded", capabilities=_GUARDED),
+        Profile(name="Transactional", capabilities=_TRANSACTIONAL),
+        Profile(name="Rewindable", capabilities=_TRANSACTIONAL | {"snapshots"}),
+        Profile(name="Search", capabilities=_SEARCH),
+        Profile(name="Crash-testable", capabilities=_CRASH, any_of=True),
+        Profile(name="Remote", capabilities=frozenset({"remote_acp"})),
+        Profile(name="Notebook", capabilities=frozenset({"notebook"})),
+    )
+}
+
+
+def profile_for(requires: frozenset[str]) -> str:
+    """The profile a clause counts toward, derived from the capabilities it needs."""
+    if "remote_acp" in requires:
+        return "Remote"
+    if "notebook" in requires:
+        return "Notebook"
+    if requires & _CRASH:
+        return "Crash-testable"
+    if requires & _SEARCH:
+        return "Search"
+    for name in ("Core", "Guarded", "Transactional", "Rewindable"):
+        if requires <= PROFILES[name].capabilities:
+            return name
+    return "Rewindable"
+
+
+def supported_profiles(capabilities: frozenset[str]) -> list[str]:
+    return [name for name, profile in PROFILES.items() if profile.supported_by(capabilities)]
+
+
+# -- error codes -------------------------------------------------------------------
+
+
+def error_codes() -> frozenset[str]:
+    """The closed set of ``code`` strings (the reference's table, DESIGN §2)."""
+    from editspec.reference import ERROR_CODES
+
+    return ERROR_CODES
+
+
+def is_error_code(value: object) -> bool:
+    return isinstance(value, str) and value in error_codes()
+
+
+# -- results (attribute names the suite may check) -----------------------------------
+
+RESULT_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "ReadResult": (
+        "path",
+        "content",
+        "start_line",
+        "end_line",
+        "total_bytes",
+        "total_lines",
+        "sha256",
+        "encoding",
+        "newline",
+        "bom",
+        "truncated",
+        "mime",
+        "preview_hex",
+    ),
+    "WriteResult": (
+        "path",
+        "operation",
+        "old_sha256",
+        "new_sha256",
+        "bytes_written",
+        "newline",
+        "diff",
+        "snapshot_created",
+    ),
+    "EditResult": (
+        "path",
+        "operation",
+        "old_sha256",
+        "new_sha256",
+        "bytes_written",
+        "newline",
+        "diff",
+        "snapshot_created",
+        "replacements",
+        "warnings",
+    ),
+    "Replacement": ("count", "matched_by", "line"),
+    "PatchResult": ("changes", "snapshot_created"),
+    "FileChange": ("path", "op", "move_to", "old_sha256", "new_sha256", "diff"),
+    "GlobResult": ("paths", "truncated", "total_matches"),
+    "GrepResult": ("matches", "truncated", "files_searched"),
+    "GrepMatch": ("path", "line", "column", "text"),
+    "ListResult": ("entries", "next_cursor", "truncated"),
+    "ListEntry": ("name", "path", "type", "size", "mtime", "symlink_target"),
+    "RewindResult": ("restored",),
+    "RestoredFile": ("path", "action"),
+    "RecoveryReport": ("rolled_back", "rolled_forward", "cleaned"),
+}
+
+
+class EditSpec(Protocol):
+    """One replacement; the suite passes ``editspec.reference.EditSpec`` instances."""
+
+    @property
+    def old_string(self) -> str: ...
+    @property
+    def new_string(self) -> str: ...
+    @property
+    def replace_all(self) -> bool: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def before(self) -> str | None: ...
+    @property
+    def after(self) -> str | None: ...
+
+
+@runtime_checkable
+class Session(Protocol):
+    """One agent session: its own read records and snapshot history."""
+
+    def read(
+        self,
+        path: str,
+        *,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        start_byte: int | None = None,
+        max_bytes: int | None = None,
+        encoding: str = "auto",
+    ) -> Any: ...
+
+    def write(
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any: ...
+
+    def edit(
+        self,
+        path: str,
+        edits: Sequence[EditSpec],
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any: ...
+
+    def apply_patch(self, patch: str, *, message_id: str | None = None) -> Any: ...
+
+    def glob(
+        self, pattern: str, *, path: str | None = None, max_results: int | None = None
+    ) -> Any: ...
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str | None = None,
+        include: str | None = None,
+        ignore_case: bool = False,
+        max_results: int | None = None,
+    ) -> Any: ...
+
+    def list_directory(
+        self,
+        path: str = ".",
+        *,
+        depth: int = 1,
+        include_hidden: bool = False,
+        cursor: str | None = None,
+        max_entries: int | None = None,
+    ) -> Any: ...
+
+    def rewind(self, message_id: str) -> Any: ...
+
+
+@runtime_checkable
+class Driver(Protocol):
+    """An implementation under test, bound to one workspace root and state directory."""
+
+    name: str
+    capabilities: frozenset[str]
+
+    def open_session(self, session_id: str) -> Session: ...
+
+    def recover(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+DriverFactory = Callable[[Path, Path], Driver]
+"""``(workspace_root, state_dir) -> Driver``."""

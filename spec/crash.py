@@ -1,0 +1,391 @@
+"""Faults for any Python implementation, injected at the ``os``/``io`` level (DESIGN §5).
+
+Drivers with the ``python_fs`` capability run in the suite's process, so their effects
+on the disk go through the ``os`` module (directly, or through ``open``, ``pathlib``,
+``shutil``, ``tempfile``). ``OsInterceptor`` replaces those functions for the length of
+a ``with`` block and counts the *mutating* calls: ``open`` with ``O_CREAT``/``O_TRUNC``
+(or a writing ``open()`` mode), ``write``, ``fsync``, ``replace``, ``rename``, ``link``,
+``unlink``, ``mkdir``, ``rmdir``, ``chmod``, ``truncate``, ``utime`` and their kin.
+
+* ``count_mutations()`` runs a clean block and records the calls (``trace``).
+* ``crash_at(n)``: the n-th mutating call does not happen and the process is dead from
+  then on: every later call of an intercepted function raises ``SimulatedCrash`` (a
+  ``BaseException``, so no ``except Exception`` cleanup runs, and ``finally`` blocks
+  cannot touch the disk). At the crash every descriptor the block opened is closed, as
+  the kernel would, which also drops its ``flock`` locks. The context manager swallows
+  its own crash, so the clause goes on to restart the driver and inspect the disk.
+* ``fail_at(n, errno)``: the n-th mutating call raises ``OSError(errno)`` without
+  reaching the disk; later calls proceed.
+* ``call_at(n, action)``: ``action()`` runs (unintercepted) just before the n-th mutating
+  call, which then proceeds: an external change at an exact point of the operation.
+
+Files opened for writing through ``open()`` are opened unbuffered while intercepted, so
+a ``write()`` reaches the disk when it is counted and a crash loses no user-space buffer
+that a real kill would have lost anyway.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno as _errno
+import io
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from editspec.fault_injection import SimulatedCrash
+
+__all__ = [
+    "OsCall",
+    "OsInterceptor",
+    "SimulatedCrash",
+    "call_at",
+    "count_mutations",
+    "crash_at",
+    "fail_at",
+]
+
+# Functions of ``os`` whose every call changes the disk (those present on this platform).
+_ALWAYS_MUTATING: tuple[str, ...] = (
+    "write",
+    "pwrite",
+    "writev",
+    "pwritev",
+    "sendfile",
+    "copy_file_range",
+    "ftruncate",
+    "truncate",
+    "fsync",
+    "fdatasync",
+    "sync",
+    "replace",
+    "rename",
+    "link",
+    "symlink",
+    "unlink",
+    "remove",
+    "mkdir",
+    "rmdir",
+    "chmod",
+    "fchmod",
+    "lchmod",
+    "chown",
+    "fchown",
+    "lchown",
+    "utime",
+    "mkfifo",
+    "mknod",
+)
+_CREATING_FLAGS = os.O_CREAT | os.O_TRUNC
+_SUPPORT_SETS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")
+
+
+@attrs.frozen
+class OsCall:
+    """One intercepted call: ``index`` counts mutating calls from 1 (0: not mutating)."""
+
+    index: int
+    name: str
+    detail: str
+    kind: str = ""  # "file" or "dir" for calls on a descriptor, when known
+
+
+class _Interception:
+    """The single active interceptor of this process (nesting is refused)."""
+
+    lock = threading.Lock()
+    active: OsInterceptor | None = None
+
+
+class OsInterceptor:
+    """Count, crash, fail or hook the mutating ``os``/``io`` calls made inside ``with``."""
+
+    def __init__(
+        self,
+        *,
+        crash_at: int | None = None,
+        fail_at: int | None = None,
+        fail_errno: int = _errno.EIO,
+        call_at: int | None = None,
+        action: Callable[[], object] | None = None,
+    ) -> None:
+        self.crash_at = crash_at
+        self.fail_at = fail_at
+        self.fail_errno = fail_errno
+        self.call_at = call_at
+        self.action = action
+        self.mutations = 0
+        self.trace: list[OsCall] = []
+        self.crashed = False
+        self.failed = False
+        self.called = False
+        self._originals: dict[str, Any] = {}
+        self._io_open: Any = None
+        self._builtin_open: Any = None
+        self._open_fds: set[int] = set()
+        self._open_files: list[_CountingFile] = []
+        self._count_lock = threading.RLock()
+        self._suspended = threading.local()
+        self._added_support: list[tuple[set[Any], Any]] = []
+
+    # -- the context manager ---------------------------------------------------------
+
+    def __enter__(self) -> OsInterceptor:
+        with _Interception.lock:
+            if _Interception.active is not None:
+                raise RuntimeError("an OsInterceptor is already active in this process")
+            _Interception.active = self
+        for name in ("open", "close", *_ALWAYS_MUTATING):
+            original = getattr(os, name, None)
+            if original is None:
+                continue
+            self._originals[name] = original
+            wrapper = self._wrap(name, original)
+            setattr(os, name, wrapper)
+            for set_name in _SUPPORT_SETS:
+                support = getattr(os, set_name, None)
+                if isinstance(support, set) and original in support:
+                    support.add(wrapper)
+                    self._added_support.append((support, wrapper))
+        self._io_open = io.open
+        self._builtin_open = builtins.open
+        io.open = self._open_file  # type: ignore[assignment]
+        builtins.open = self._open_file
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        for name, original in self._originals.items():
+            setattr(os, name, original)
+        for support, wrapper in self._added_support:
+            support.discard(wrapper)
+        io.open = self._io_open
+        builtins.open = self._builtin_open
+        with _Interception.lock:
+            _Interception.active = None
+        # A crash this interceptor caused ends the block quietly: the process "died".
+        return bool(self.crashed and exc_type is not None and issubclass(exc_type, SimulatedCrash))
+
+    # -- counting and faults -----------------------------------------------------------
+
+    def _passthrough(self) -> bool:
+        return bool(getattr(self._suspended, "on", False))
+
+    def _step(self, name: str, detail: str, kind: str = "") -> None:
+        """Account for one mutating call about to happen; raise the planned fault."""
+        with self._count_lock:
+            if self.crashed:
+                raise SimulatedCrash(f"{name} after the crash")
+            self.mutations += 1
+            index = self.mutations
+            self.trace.append(OsCall(index, name, detail, kind))
+            if self.crash_at is not None and index == self.crash_at:
+                self._die()
+                raise SimulatedCrash(f"crash at mutating call {index} ({name} {detail})")
+            if self.fail_at is not None and index == self.fail_at:
+                self.failed = True
+                raise OSError(self.fail_errno, os.strerror(self.fail_errno), detail)
+            if self.call_at is not None and index == self.call_at and self.action is not None:
+                self.called = True
+                self._suspended.on = True
+                try:
+                    self.action()
+                finally:
+                    self._suspended.on = False
+
+    def _refuse_if_dead(self, name: str) -> None:
+        if self.crashed:
+            raise SimulatedCrash(f"{name} after the crash")
+
+    def _die(self) -> None:
+        """The process is killed: the kernel closes every descriptor it held."""
+        self.crashed = True
+        close = self._originals["close"]
+        for fd in sorted(self._open_fds):
+            with contextlib.suppress(OSError):
+                close(fd)
+        self._open_fds.clear()
+        for handle in self._open_files:
+            handle.release()
+        self._open_files.clear()
+
+    # -- wrappers ----------------------------------------------------------------------
+
+    def _wrap(self, name: str, original: Any) -> Any:
+        if name == "open":
+            return self._wrap_open(original)
+        if name == "close":
+            return self._wrap_close(original)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self._passthrough():
+                return original(*args, **kwargs)
+            kind = ""
+            if name in ("fsync", "fdatasync") and args and isinstance(args[0], int):
+                kind = _descriptor_kind(args[0])
+            self._step(name, _describe(args), kind)
+            return original(*args, **kwargs)
+
+        wrapper.__name__ = name
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _wrap_open(self, original: Any) -> Any:
+        def open_wrapper(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            if self._passthrough():
+                return int(original(path, flags, *args, **kwargs))
+            if flags & _CREATING_FLAGS:
+                self._step("open", f"{_describe((path,))} flags={flags:#o}")
+            else:
+                self._refuse_if_dead("open")
+            fd = int(original(path, flags, *args, **kwargs))
+            self._open_fds.add(fd)
+            return fd
+
+        open_wrapper.__name__ = "open"
+        open_wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        return open_wrapper
+
+    def _wrap_close(self, original: Any) -> Any:
+        def close_wrapper(fd: int) -> None:
+            if self._passthrough():
+                original(fd)
+                return
+            # After the crash the descriptor is already closed (and its number may be
+            # reused by the surviving test process): do nothing but refuse.
+            self._refuse_if_dead("close")
+            self._open_fds.discard(fd)
+            original(fd)
+
+        close_wrapper.__name__ = "close"
+        close_wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        return close_wrapper
+
+    def _open_file(
+        self, file: Any, mode: str = "r", buffering: int = -1, *args: Any, **kwargs: Any
+    ) -> Any:
+        opener = self._io_open
+        if self._passthrough() or not isinstance(mode, str) or not set(mode) & set("wax+"):
+            if not self._passthrough():
+                self._refuse_if_dead("open")
+            return opener(file, mode, buffering, *args, **kwargs)
+        self._step("open", f"{_describe((file,))} mode={mode}")
+        if "b" in mode:
+            handle = opener(file, mode, 0, *args, **kwargs)
+        else:
+            encoding = kwargs.pop("encoding", args[0] if len(args) > 0 else None)
+            errors = kwargs.pop("errors", args[1] if len(args) > 1 else None)
+            newline = kwargs.pop("newline", args[2] if len(args) > 2 else None)
+            rest = {key: value for key, value in kwargs.items() if key in ("closefd", "opener")}
+            raw = opener(file, mode.replace("t", "") + "b", 0, **rest)
+            handle = io.TextIOWrapper(
+                raw, encoding=encoding, errors=errors, newline=newline, write_through=True
+            )
+        counted = _CountingFile(self, handle, _describe((file,)))
+        self._open_files.append(counted)
+        return counted
+
+
+class _CountingFile:
+    """A file object whose writes are counted as mutating calls."""
+
+    def __init__(self, owner: OsInterceptor, handle: Any, detail: str) -> None:
+        self._owner = owner
+        self._handle = handle
+        self._detail = detail
+
+    def write(self, data: Any) -> Any:
+        self._owner._step("file.write", self._detail)
+        return self._handle.write(data)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def truncate(self, size: int | None = None) -> Any:
+        self._owner._step("file.truncate", self._detail)
+        return self._handle.truncate(size)
+
+    def close(self) -> None:
+        self._owner._refuse_if_dead("file.close")
+        self._handle.close()
+
+    def release(self) -> None:
+        """Close without counting (the process died; unbuffered, so nothing is lost)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._handle.close()
+
+    def __enter__(self) -> _CountingFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._handle)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+
+def _describe(args: tuple[Any, ...]) -> str:
+    parts = []
+    for value in args[:2]:
+        if isinstance(value, (str, bytes, os.PathLike)):
+            parts.append(os.fsdecode(os.fspath(value)))
+        elif isinstance(value, int):
+            parts.append(f"fd={value}")
+    return " ".join(parts)
+
+
+def _descriptor_kind(fd: int) -> str:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return ""
+    return "dir" if stat.S_ISDIR(mode) else "file"
+
+
+@contextmanager
+def count_mutations() -> Iterator[OsInterceptor]:
+    """Run the block unfaulted; ``.mutations`` and ``.trace`` tell what it did."""
+    with OsInterceptor() as interceptor:
+        yield interceptor
+
+
+@contextmanager
+def crash_at(n: int) -> Iterator[OsInterceptor]:
+    """Kill the process at the n-th mutating call; ``.crashed`` says whether it happened."""
+    if n < 1:
+        raise ValueError("crash points count from 1")
+    with OsInterceptor(crash_at=n) as interceptor:
+        yield interceptor
+
+
+@contextmanager
+def fail_at(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
+    """Make the n-th mutating call fail with ``OSError(errno)``; later calls proceed."""
+    if n < 1:
+        raise ValueError("fault points count from 1")
+    with OsInterceptor(fail_at=n, fail_errno=errno) as interceptor:
+        yield interceptor
+
+
+@contextmanager
+def call_at(n: int, action: Callable[[], object]) -> Iterator[OsInterceptor]:
+    """Run ``action()`` just before the n-th mutating call, then let that call proceed."""
+    if n < 1:
+        raise ValueError("hook points count from 1")
+    with OsInterceptor(call_at=n, action=action) as interceptor:
+        yield interceptor

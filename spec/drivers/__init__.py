@@ -1,0 +1,105 @@
+"""Drivers: how the suite reaches an implementation (DESIGN §2).
+
+A driver is selected as ``module:factory`` (``--editspec-driver``), where ``factory`` is
+a ``DriverFactory``: ``(workspace_root, state_dir) -> Driver``. The default is the
+reference engine. ``--editspec-mcp="COMMAND"`` builds a factory from an MCP server
+command line through the adapter ``editspec.spec.drivers.mcp``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from editspec.spec.contract import DriverFactory
+
+DEFAULT_DRIVER = "editspec.spec.drivers.reference:factory"
+MCP_ADAPTER = "editspec.spec.drivers.mcp"
+
+
+class DriverLoadError(Exception):
+    """The driver named on the command line cannot be loaded (a usage error)."""
+
+
+@attrs.frozen(kw_only=True)
+class DriverSpec:
+    """How to build the factory again, in this process or a child process."""
+
+    driver: str | None = None  # "module:factory"
+    mcp: str | None = None  # an MCP server command line
+    mcp_map: str | None = None  # a tool-name map file for the MCP adapter
+
+    def describe(self) -> str:
+        if self.mcp is not None:
+            return f"mcp: {self.mcp}"
+        return self.driver or DEFAULT_DRIVER
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"driver": self.driver, "mcp": self.mcp, "mcp_map": self.mcp_map}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DriverSpec:
+        return cls(driver=data.get("driver"), mcp=data.get("mcp"), mcp_map=data.get("mcp_map"))
+
+
+def load_factory(spec: str) -> DriverFactory:
+    """Import ``module:attribute`` (the attribute may be dotted) and check it is callable."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise DriverLoadError(f"a driver is named as module:factory, not {spec!r}")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DriverLoadError(f"cannot import driver module {module_name!r}: {exc}") from exc
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise DriverLoadError(f"{module_name!r} has no attribute {attribute!r}") from None
+    if not callable(target):
+        raise DriverLoadError(f"{spec} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def mcp_factory(command: str, map_path: str | None) -> DriverFactory:
+    """The MCP adapter's factory for a server command line (and an optional tool map)."""
+    try:
+        adapter = importlib.import_module(MCP_ADAPTER)
+    except ModuleNotFoundError as exc:
+        if exc.name == MCP_ADAPTER:
+            raise DriverLoadError(
+                f"--editspec-mcp needs the MCP adapter {MCP_ADAPTER}, which this installation "
+                "does not have"
+            ) from exc
+        raise DriverLoadError(
+            f"the MCP adapter needs {exc.name!r}: install editspec[mcp] ({exc})"
+        ) from exc
+    build = getattr(adapter, "factory_from_options", None)
+    if build is None:
+        raise DriverLoadError(f"{MCP_ADAPTER} has no factory_from_options(command, map_path)")
+    if map_path is not None and not Path(map_path).is_file():
+        raise DriverLoadError(f"MCP map file not found: {map_path}")
+    return build(command, map_path)  # type: ignore[no-any-return]
+
+
+def factory_for(spec: DriverSpec) -> DriverFactory:
+    if spec.driver is not None and spec.mcp is not None:
+        raise DriverLoadError("choose one of --editspec-driver and --editspec-mcp")
+    if spec.mcp is not None:
+        return mcp_factory(spec.mcp, spec.mcp_map)
+    if spec.mcp_map is not None:
+        raise DriverLoadError("--editspec-mcp-map applies only with --editspec-mcp")
+    return load_factory(spec.driver or DEFAULT_DRIVER)
+
+
+__all__ = [
+    "DEFAULT_DRIVER",
+    "DriverLoadError",
+    "DriverSpec",
+    "factory_for",
+    "load_factory",
+    "mcp_factory",
+]
