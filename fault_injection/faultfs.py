@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno as _errno
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -247,6 +247,19 @@ class FaultyFileSystem(FileSystem):
             (path, offset, limit),
             lambda: self.inner.read_bytes(path, offset=offset, limit=limit),
         )
+
+    def read_files(
+        self, directory: str, names: Iterable[str], *, limit: int | None = None
+    ) -> Iterator[tuple[str, bytes | OSError]]:
+        # Materialized, as scandir: the directory handle is closed before the engine iterates.
+        wanted = list(names)
+        results = self._call(
+            "read_files",
+            (directory,),
+            (directory, tuple(wanted), limit),
+            lambda: list(self.inner.read_files(directory, wanted, limit=limit)),
+        )
+        return iter(results)
 
     # -- mutations ---------------------------------------------------------------
 
