@@ -66,8 +66,14 @@ def _discard(fs: FileSystem, temp: str, fd: int | None) -> None:
     if fd is not None:
         with contextlib.suppress(OSError):
             fs.close(fd)
-    with contextlib.suppress(OSError):
-        fs.unlink(temp)
+    for _attempt in range(2):  # one retry: a transient error must not leave the temp file
+        try:
+            fs.unlink(temp)
+        except FileNotFoundError:
+            return
+        except OSError:
+            continue
+        return
 
 
 def _as_tool_error(exc: OSError, real_path: str) -> ToolError:
@@ -190,14 +196,19 @@ def atomic_create(
                 raise _appeared(real_path) from None
             fs.rename(temp, real_path)
             return ()
-        try:
-            fs.unlink(temp)
-        except OSError as exc:
-            # The file is published; undoing it would be worse than an extra name.
-            return (
-                f"a temporary link {os.path.basename(temp)} could not be removed "
-                f"({exc.strerror or exc})",
-            )
+        # The file is published; undoing it would be worse than an extra name, so a
+        # failed unlink of the temp name is retried once, then reported.
+        for attempt in range(2):
+            try:
+                fs.unlink(temp)
+            except OSError as exc:
+                if attempt:
+                    return (
+                        f"a temporary link {os.path.basename(temp)} could not be removed "
+                        f"({exc.strerror or exc})",
+                    )
+            else:
+                break
         return ()
 
     return _publish(

@@ -1,0 +1,218 @@
+"""Atomic publication through the fs port (``reference/_atomic.py``)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from editspec.fault_injection.faultfs import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
+from editspec.reference import FileSystem, ToolError
+from editspec.reference._atomic import atomic_create, atomic_replace, is_temp_name, temp_path_for
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+def test_replace_publishes_the_bytes_with_the_given_mode(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    assert atomic_replace(FileSystem(), str(target), b"new", mode=0o751) == ()
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o751
+    assert _names(tmp_path) == ["f.txt"]
+
+
+def test_the_port_calls_come_in_the_documented_order(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = FaultyFileSystem()
+    seen: list[str] = []
+    fs.arm()
+    atomic_replace(fs, str(target), b"new", mode=0o644, verify=lambda: seen.append("verify"))
+    order = [record.name for record in fs.log]
+    assert order == ["create_exclusive", "write", "fchmod", "fsync", "close", "rename", "fsync_dir"]
+    assert seen == ["verify"]
+    temp = fs.log[0].paths[0]
+    assert os.path.dirname(temp) == str(tmp_path)  # same directory: rename stays atomic
+    assert is_temp_name(os.path.basename(temp))
+
+
+def test_verify_runs_after_the_data_is_durable_and_before_the_rename(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = FaultyFileSystem()
+    fs.arm()
+    calls_at_verify: list[list[str]] = []
+    atomic_replace(
+        fs,
+        str(target),
+        b"new",
+        verify=lambda: calls_at_verify.append([record.name for record in fs.log]),
+    )
+    assert calls_at_verify == [["create_exclusive", "write", "fsync", "close"]]
+
+
+def test_a_failing_verify_leaves_the_target_and_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+
+    def stale() -> None:
+        raise ToolError("STALE", "changed")
+
+    with pytest.raises(ToolError) as info:
+        atomic_replace(FileSystem(), str(target), b"new", verify=stale)
+    assert info.value.code == "STALE"
+    assert target.read_bytes() == b"old"
+    assert _names(tmp_path) == ["f.txt"]
+
+
+@pytest.mark.parametrize("step", range(1, 7))
+def test_a_failure_at_each_step_is_an_io_error_with_its_errno(tmp_path: Path, step: int) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = FaultyFileSystem(plan=FailAt(step, errno.ENOSPC))
+    with pytest.raises(ToolError) as info:
+        atomic_replace(fs, str(target), b"new", mode=0o600)
+    assert (info.value.code, info.value.details["errno"]) == ("IO_ERROR", errno.ENOSPC)
+    assert target.read_bytes() == b"old"
+    assert _names(tmp_path) == ["f.txt"]
+    assert fs.open_descriptors() == {}
+
+
+class _FlakyUnlink(FileSystem):
+    """Fails the data write, then the first unlink of the cleanup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unlink_failures = 1
+
+    def write(self, fd: int, data: bytes) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def unlink(self, path: str) -> None:
+        if self.unlink_failures:
+            self.unlink_failures -= 1
+            raise OSError(errno.EIO, "Input/output error")
+        super().unlink(path)
+
+
+def test_cleanup_retries_a_failed_unlink(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    with pytest.raises(ToolError):
+        atomic_replace(_FlakyUnlink(), str(target), b"new")
+    assert _names(tmp_path) == ["f.txt"]
+
+
+def test_a_crash_runs_no_cleanup_and_never_tears_the_target(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = FaultyFileSystem(plan=CrashAt(2))  # the data write never happens
+    with pytest.raises(SimulatedCrash):
+        atomic_replace(fs, str(target), b"new")
+    assert target.read_bytes() == b"old"
+    leftovers = [name for name in _names(tmp_path) if name != "f.txt"]
+    assert len(leftovers) == 1 and is_temp_name(leftovers[0])  # a dead process cleans nothing
+
+
+def test_a_failed_directory_fsync_is_a_warning(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = FaultyFileSystem(plan=FailAt(6, errno.EIO))  # fsync_dir, after the rename
+    warnings = atomic_replace(fs, str(target), b"new")
+    assert target.read_bytes() == b"new"
+    assert len(warnings) == 1 and "power loss" in warnings[0]
+
+
+def test_a_keyboard_interrupt_still_removes_the_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_replace(FileSystem(), str(target), b"new", verify=interrupted)
+    assert _names(tmp_path) == ["f.txt"]
+
+
+def test_create_links_the_new_file_into_place(tmp_path: Path) -> None:
+    target = tmp_path / "new.txt"
+    fs = FaultyFileSystem()
+    fs.arm()
+    assert atomic_create(fs, str(target), b"data") == ()
+    assert target.read_bytes() == b"data"
+    assert os.stat(target).st_nlink == 1
+    assert [record.name for record in fs.log] == [
+        "create_exclusive",
+        "write",
+        "fsync",
+        "close",
+        "link",
+        "unlink",
+        "fsync_dir",
+    ]
+    assert _names(tmp_path) == ["new.txt"]
+
+
+def test_create_never_clobbers(tmp_path: Path) -> None:
+    target = tmp_path / "new.txt"
+    target.write_bytes(b"theirs")
+    with pytest.raises(ToolError) as info:
+        atomic_create(FileSystem(), str(target), b"mine")
+    assert info.value.code == "STALE"
+    assert target.read_bytes() == b"theirs"
+    assert _names(tmp_path) == ["new.txt"]
+
+
+class _NoHardLinks(FileSystem):
+    def link(self, src: str, dst: str) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+
+def test_create_falls_back_to_rename_without_hard_links(tmp_path: Path) -> None:
+    target = tmp_path / "new.txt"
+    atomic_create(_NoHardLinks(), str(target), b"data")
+    assert target.read_bytes() == b"data"
+    assert _names(tmp_path) == ["new.txt"]
+    with pytest.raises(ToolError) as info:
+        atomic_create(_NoHardLinks(), str(target), b"again")
+    assert info.value.code == "STALE"
+    assert target.read_bytes() == b"data"
+    assert _names(tmp_path) == ["new.txt"]
+
+
+def test_create_retries_a_failed_unlink_of_the_temp_link(tmp_path: Path) -> None:
+    class FlakyAfterLink(FileSystem):
+        failures = 1
+
+        def unlink(self, path: str) -> None:
+            if self.failures:
+                self.failures -= 1
+                raise OSError(errno.EIO, "Input/output error")
+            super().unlink(path)
+
+    target = tmp_path / "new.txt"
+    assert atomic_create(FlakyAfterLink(), str(target), b"data") == ()
+    assert _names(tmp_path) == ["new.txt"]
+
+
+def test_temp_names_stay_short_for_long_file_names(tmp_path: Path) -> None:
+    name = "é" * 120 + ".txt"  # 244 bytes: near NAME_MAX already
+    temp = temp_path_for(str(tmp_path / name))
+    assert len(os.fsencode(os.path.basename(temp))) <= 255
+    assert is_temp_name(os.path.basename(temp))
+    target = tmp_path / name
+    target.write_bytes(b"old")
+    atomic_replace(FileSystem(), str(target), b"new")
+    assert target.read_bytes() == b"new"
+    assert _names(tmp_path) == [name]
+
+
+def test_temp_names_are_fresh() -> None:
+    assert len({temp_path_for("/d/f.txt") for _ in range(100)}) == 100
