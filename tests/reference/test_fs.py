@@ -1,0 +1,213 @@
+"""The file-system port (``reference/_fs.py``): secure walk, exclusive create, no clobber."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from editspec.reference._fs import MUTATING, FileSystem, default_state_dir, makedirs
+
+
+@pytest.fixture(params=[True, False], ids=["secure", "plain"])
+def port(request: pytest.FixtureRequest) -> FileSystem:
+    return FileSystem(secure_walk=request.param)
+
+
+@pytest.fixture
+def swapped(tmp_path: Path) -> tuple[Path, Path]:
+    """``ws/sub`` is a symlink to ``outside`` (a directory swapped for a link)."""
+    root = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(b"secret")
+    (root / "sub").symlink_to(outside, target_is_directory=True)
+    return root / "sub", outside
+
+
+def test_the_secure_walk_is_on_by_default_on_posix() -> None:
+    assert FileSystem().secure_walk is (os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW"))
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda fs, d: fs.read_bytes(str(d / "secret.txt")),
+        lambda fs, d: fs.lstat(str(d / "secret.txt")),
+        lambda fs, d: fs.create_exclusive(str(d / "planted.txt")),
+        lambda fs, d: fs.unlink(str(d / "secret.txt")),
+        lambda fs, d: fs.mkdir(str(d / "newdir")),
+        lambda fs, d: fs.rename(str(d / "secret.txt"), str(d / "moved.txt")),
+        lambda fs, d: fs.link(str(d / "secret.txt"), str(d / "linked.txt")),
+        lambda fs, d: fs.fsync_dir(str(d)),
+    ],
+    ids=[
+        "read_bytes",
+        "lstat",
+        "create_exclusive",
+        "unlink",
+        "mkdir",
+        "rename",
+        "link",
+        "fsync_dir",
+    ],
+)
+def test_secure_walk_refuses_a_symlinked_directory_component(
+    swapped: tuple[Path, Path], operation: object
+) -> None:
+    link, outside = swapped
+    with pytest.raises(OSError) as info:
+        operation(FileSystem(secure_walk=True), link)  # type: ignore[operator]
+    assert info.value.errno in (errno.ELOOP, errno.ENOTDIR)
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert (outside / "secret.txt").read_bytes() == b"secret"
+
+
+def test_without_the_secure_walk_the_same_call_escapes(swapped: tuple[Path, Path]) -> None:
+    link, outside = swapped
+    fd = FileSystem(secure_walk=False).create_exclusive(str(link / "planted.txt"))
+    os.close(fd)
+    assert (outside / "planted.txt").exists()  # what the secure walk prevents
+
+
+def test_read_bytes_does_not_follow_a_final_symlink(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "real").write_bytes(b"r")
+    (tmp_path / "link").symlink_to("real")
+    with pytest.raises(OSError) as info:
+        port.read_bytes(str(tmp_path / "link"))
+    assert info.value.errno == errno.ELOOP
+
+
+def test_read_bytes_with_offset_and_limit(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"0123456789")
+    assert port.read_bytes(str(tmp_path / "f")) == b"0123456789"
+    assert port.read_bytes(str(tmp_path / "f"), offset=3, limit=4) == b"3456"
+    assert port.read_bytes(str(tmp_path / "f"), limit=0) == b""
+
+
+def test_read_bytes_of_a_directory_fails(port: FileSystem, tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError):
+        port.read_bytes(str(tmp_path))
+
+
+def test_create_exclusive_never_opens_an_existing_file(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "taken").write_bytes(b"keep")
+    with pytest.raises(FileExistsError):
+        port.create_exclusive(str(tmp_path / "taken"))
+    (tmp_path / "dangling").symlink_to("nowhere")
+    with pytest.raises(FileExistsError):
+        port.create_exclusive(str(tmp_path / "dangling"))
+    assert not (tmp_path / "nowhere").exists()
+    assert (tmp_path / "taken").read_bytes() == b"keep"
+
+
+def test_create_write_fsync_close(port: FileSystem, tmp_path: Path) -> None:
+    fd = port.create_exclusive(str(tmp_path / "new"), 0o600)
+    port.write(fd, b"x" * 100_000)
+    port.fchmod(fd, 0o640)
+    port.fsync(fd)
+    port.close(fd)
+    assert (tmp_path / "new").read_bytes() == b"x" * 100_000
+    assert stat.S_IMODE(os.stat(tmp_path / "new").st_mode) == 0o640
+
+
+def test_link_does_not_clobber(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "b").write_bytes(b"b")
+    with pytest.raises(FileExistsError):
+        port.link(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert (tmp_path / "b").read_bytes() == b"b"
+    port.link(str(tmp_path / "a"), str(tmp_path / "c"))
+    assert os.stat(tmp_path / "a").st_nlink == 2
+
+
+def test_rename_replaces_the_destination(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "b").write_bytes(b"b")
+    port.rename(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert sorted(os.listdir(tmp_path)) == ["b"]
+    assert (tmp_path / "b").read_bytes() == b"a"
+
+
+def test_lstat_of_the_file_system_root(port: FileSystem) -> None:
+    assert stat.S_ISDIR(port.lstat("/").st_mode)
+    assert port.lexists("/")
+
+
+def test_lexists_and_readlink(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "link").symlink_to("target")
+    assert port.lexists(str(tmp_path / "link"))
+    assert port.readlink(str(tmp_path / "link")) == "target"
+    assert not port.lexists(str(tmp_path / "missing"))
+    (tmp_path / "file").write_bytes(b"")
+    assert not port.lexists(str(tmp_path / "file" / "child"))
+
+
+def test_unlink_mkdir_rmdir(port: FileSystem, tmp_path: Path) -> None:
+    port.mkdir(str(tmp_path / "d"))
+    assert (tmp_path / "d").is_dir()
+    port.rmdir(str(tmp_path / "d"))
+    (tmp_path / "f").write_bytes(b"")
+    port.unlink(str(tmp_path / "f"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_makedirs_returns_what_it_created_top_first(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    created = makedirs(port, str(tmp_path / "a" / "b" / "c"))
+    assert created == [str(tmp_path / "a" / "b"), str(tmp_path / "a" / "b" / "c")]
+    assert makedirs(port, str(tmp_path / "a" / "b" / "c")) == []
+
+
+def test_lock_file_is_exclusive_across_descriptions(port: FileSystem, tmp_path: Path) -> None:
+    import fcntl
+
+    handle = port.lock_file(str(tmp_path / "l.lock"))
+    fd = os.open(tmp_path / "l.lock", os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        port.unlock(handle)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+
+
+def test_scandir_and_listdir(port: FileSystem, tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"")
+    (tmp_path / "d").mkdir()
+    assert sorted(port.listdir(str(tmp_path))) == ["d", "f"]
+    assert sorted((entry.name, entry.is_dir()) for entry in port.scandir(str(tmp_path))) == [
+        ("d", True),
+        ("f", False),
+    ]
+
+
+def test_mutating_names_every_disk_changing_method() -> None:
+    assert {
+        "create_exclusive",
+        "write",
+        "fsync",
+        "fchmod",
+        "close",
+        "fsync_dir",
+        "rename",
+        "link",
+        "unlink",
+        "mkdir",
+        "rmdir",
+    } == MUTATING
+    for name in MUTATING:
+        assert callable(getattr(FileSystem, name))
+
+
+def test_default_state_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert default_state_dir() == str(tmp_path / "editspec")
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_state_dir() == str(tmp_path / "home" / ".local" / "state" / "editspec")
