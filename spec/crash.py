@@ -42,6 +42,11 @@ import attrs
 
 from editspec.fault_injection import SimulatedCrash
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows
+    _fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "OsCall",
     "OsInterceptor",
@@ -83,6 +88,24 @@ _ALWAYS_MUTATING: tuple[str, ...] = (
     "mkfifo",
     "mknod",
 )
+# Functions without an effect on the disk that a dead process cannot call either: after a
+# crash they raise too, so cleanup code cannot even inspect the files it would repair.
+_REFUSED_AFTER_CRASH: tuple[str, ...] = (
+    "stat",
+    "lstat",
+    "fstat",
+    "read",
+    "pread",
+    "readv",
+    "lseek",
+    "listdir",
+    "scandir",
+    "readlink",
+    "access",
+    "dup",
+    "dup2",
+)
+_FCNTL_FUNCTIONS: tuple[str, ...] = ("flock", "lockf", "fcntl")
 _CREATING_FLAGS = os.O_CREAT | os.O_TRUNC
 _SUPPORT_SETS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")
 
@@ -95,6 +118,7 @@ class OsCall:
     name: str
     detail: str
     kind: str = ""  # "file" or "dir" for calls on a descriptor, when known
+    paths: tuple[str, ...] = ()  # the path arguments, as given (names relative to a dir_fd)
 
 
 class _Interception:
@@ -127,6 +151,7 @@ class OsInterceptor:
         self.failed = False
         self.called = False
         self._originals: dict[str, Any] = {}
+        self._fcntl_originals: dict[str, Any] = {}
         self._io_open: Any = None
         self._builtin_open: Any = None
         self._open_fds: set[int] = set()
@@ -142,7 +167,7 @@ class OsInterceptor:
             if _Interception.active is not None:
                 raise RuntimeError("an OsInterceptor is already active in this process")
             _Interception.active = self
-        for name in ("open", "close", *_ALWAYS_MUTATING):
+        for name in ("open", "close", *_ALWAYS_MUTATING, *_REFUSED_AFTER_CRASH):
             original = getattr(os, name, None)
             if original is None:
                 continue
@@ -154,6 +179,11 @@ class OsInterceptor:
                 if isinstance(support, set) and original in support:
                     support.add(wrapper)
                     self._added_support.append((support, wrapper))
+        if _fcntl is not None:
+            for name in _FCNTL_FUNCTIONS:
+                original = getattr(_fcntl, name)
+                self._fcntl_originals[name] = original
+                setattr(_fcntl, name, self._refusing(name, original))
         self._io_open = io.open
         self._builtin_open = builtins.open
         io.open = self._open_file  # type: ignore[assignment]
@@ -168,34 +198,45 @@ class OsInterceptor:
     ) -> bool:
         for name, original in self._originals.items():
             setattr(os, name, original)
+        for name, original in self._fcntl_originals.items():
+            setattr(_fcntl, name, original)
         for support, wrapper in self._added_support:
             support.discard(wrapper)
         io.open = self._io_open
         builtins.open = self._builtin_open
         with _Interception.lock:
             _Interception.active = None
-        # A crash this interceptor caused ends the block quietly: the process "died".
-        return bool(self.crashed and exc_type is not None and issubclass(exc_type, SimulatedCrash))
+        # A crash ends the block quietly: the process "died". Whatever a finally block raised
+        # after the crash (an in-process artifact: a killed process raises nothing) goes too.
+        return bool(
+            self.crashed and exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
+        )
 
     # -- counting and faults -----------------------------------------------------------
 
     def _passthrough(self) -> bool:
         return bool(getattr(self._suspended, "on", False))
 
-    def _step(self, name: str, detail: str, kind: str = "") -> None:
+    def _step(self, name: str, args: tuple[Any, ...], kind: str = "", extra: str = "") -> None:
         """Account for one mutating call about to happen; raise the planned fault."""
+        paths = _paths(args)
+        detail = " ".join(
+            [*paths, *([f"fd={args[0]}"] if args and isinstance(args[0], int) else []), extra]
+        ).strip()
         with self._count_lock:
             if self.crashed:
                 raise SimulatedCrash(f"{name} after the crash")
             self.mutations += 1
             index = self.mutations
-            self.trace.append(OsCall(index, name, detail, kind))
+            self.trace.append(OsCall(index, name, detail, kind, paths))
             if self.crash_at is not None and index == self.crash_at:
                 self._die()
                 raise SimulatedCrash(f"crash at mutating call {index} ({name} {detail})")
             if self.fail_at is not None and index == self.fail_at:
                 self.failed = True
-                raise OSError(self.fail_errno, os.strerror(self.fail_errno), detail)
+                raise OSError(
+                    self.fail_errno, os.strerror(self.fail_errno), paths[0] if paths else None
+                )
             if self.call_at is not None and index == self.call_at and self.action is not None:
                 self.called = True
                 self._suspended.on = True
@@ -227,6 +268,8 @@ class OsInterceptor:
             return self._wrap_open(original)
         if name == "close":
             return self._wrap_close(original)
+        if name in _REFUSED_AFTER_CRASH:
+            return self._refusing(name, original)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if self._passthrough():
@@ -234,19 +277,29 @@ class OsInterceptor:
             kind = ""
             if name in ("fsync", "fdatasync") and args and isinstance(args[0], int):
                 kind = _descriptor_kind(args[0])
-            self._step(name, _describe(args), kind)
+            self._step(name, args, kind)
             return original(*args, **kwargs)
 
         wrapper.__name__ = name
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
         return wrapper
 
+    def _refusing(self, name: str, original: Any) -> Any:
+        def refusing_wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not self._passthrough():
+                self._refuse_if_dead(name)
+            return original(*args, **kwargs)
+
+        refusing_wrapper.__name__ = name
+        refusing_wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        return refusing_wrapper
+
     def _wrap_open(self, original: Any) -> Any:
         def open_wrapper(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
             if self._passthrough():
                 return int(original(path, flags, *args, **kwargs))
             if flags & _CREATING_FLAGS:
-                self._step("open", f"{_describe((path,))} flags={flags:#o}")
+                self._step("open", (path,), extra=f"flags={flags:#o}")
             else:
                 self._refuse_if_dead("open")
             fd = int(original(path, flags, *args, **kwargs))
@@ -280,7 +333,7 @@ class OsInterceptor:
             if not self._passthrough():
                 self._refuse_if_dead("open")
             return opener(file, mode, buffering, *args, **kwargs)
-        self._step("open", f"{_describe((file,))} mode={mode}")
+        self._step("open", (file,), extra=f"mode={mode}")
         if "b" in mode:
             handle = opener(file, mode, 0, *args, **kwargs)
         else:
@@ -292,7 +345,7 @@ class OsInterceptor:
             handle = io.TextIOWrapper(
                 raw, encoding=encoding, errors=errors, newline=newline, write_through=True
             )
-        counted = _CountingFile(self, handle, _describe((file,)))
+        counted = _CountingFile(self, handle, (file,))
         self._open_files.append(counted)
         return counted
 
@@ -300,13 +353,13 @@ class OsInterceptor:
 class _CountingFile:
     """A file object whose writes are counted as mutating calls."""
 
-    def __init__(self, owner: OsInterceptor, handle: Any, detail: str) -> None:
+    def __init__(self, owner: OsInterceptor, handle: Any, args: tuple[Any, ...]) -> None:
         self._owner = owner
         self._handle = handle
-        self._detail = detail
+        self._args = args
 
     def write(self, data: Any) -> Any:
-        self._owner._step("file.write", self._detail)
+        self._owner._step("file.write", self._args)
         return self._handle.write(data)
 
     def writelines(self, lines: Any) -> None:
@@ -314,7 +367,7 @@ class _CountingFile:
             self.write(line)
 
     def truncate(self, size: int | None = None) -> Any:
-        self._owner._step("file.truncate", self._detail)
+        self._owner._step("file.truncate", self._args)
         return self._handle.truncate(size)
 
     def close(self) -> None:
@@ -339,14 +392,12 @@ class _CountingFile:
         return getattr(self._handle, name)
 
 
-def _describe(args: tuple[Any, ...]) -> str:
-    parts = []
-    for value in args[:2]:
-        if isinstance(value, (str, bytes, os.PathLike)):
-            parts.append(os.fsdecode(os.fspath(value)))
-        elif isinstance(value, int):
-            parts.append(f"fd={value}")
-    return " ".join(parts)
+def _paths(args: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(
+        os.fsdecode(os.fspath(value))
+        for value in args[:2]
+        if isinstance(value, (str, bytes, os.PathLike))
+    )
 
 
 def _descriptor_kind(fd: int) -> str:
