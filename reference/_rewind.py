@@ -11,11 +11,9 @@
    restored. A broken link (a change by someone else in between, or after the last
    change) is CONFLICT and nothing changes.
 
-   One kind of link is not broken: an entry whose before-state equals the state the
-   walk expects after it is an entry that did not take effect (a write that failed
-   after its best-effort snapshot was recorded) or was reverted to exactly its
-   before-state. Skipping it cannot overwrite anyone's content: the state restored
-   is the same either way.
+   The check is strict: an external change that happens to restore a before-state is
+   still a broken link. Write and edit record their snapshot as pending and confirm it
+   only after the publish, so a write that failed leaves no entry to trip over.
 
 2. *Restore*, through ``_transaction.commit`` like an ApplyPatch, so a crash at any
    point recovers to all-before or all-after: files created after ``m`` are deleted,
@@ -186,22 +184,22 @@ def _check_file(
     current_sha = None if current is None else _text.sha256_hex(current)
     expected = current_sha
     mode: int | None = None
-    at_disk = True  # no entry has matched yet: ``expected`` is the disk's state
-    for entry in reversed(entries):
-        before = entry.before_sha256 if entry.existed else None
-        if entry.after_sha256 == expected:
-            expected, mode, at_disk = before, entry.mode, False
-        elif before == expected:
-            continue  # did not take effect (or was reverted to exactly its before-state)
-        elif at_disk:
+    for index, entry in enumerate(reversed(entries)):
+        if entry.after_sha256 != expected:
+            if index == 0:
+                raise _conflict(
+                    relative,
+                    "it was changed after this session last changed it",
+                    current_sha256=current_sha,
+                    recorded_sha256=entry.after_sha256,
+                )
             raise _conflict(
                 relative,
-                "it was changed after this session last changed it",
-                current_sha256=current_sha,
+                "its history has a gap (it was changed by someone else in between)",
                 recorded_sha256=entry.after_sha256,
+                next_before_sha256=expected,
             )
-        else:
-            raise _conflict(relative, "its history has a gap (changed by someone else between)")
+        expected, mode = entry.before_sha256 if entry.existed else None, entry.mode
     if expected == current_sha:
         return None
     target = None if expected is None else workspace.snapshots.read_blob(session.id, expected)
