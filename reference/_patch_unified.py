@@ -332,7 +332,7 @@ def _git_header_names(rest: str, i: int) -> tuple[str, str]:
             rest[2:middle] == rest[middle + 3 :] or rest[:middle] == rest[middle + 1 :]
         ):
             return rest[:middle], rest[middle + 1 :]
-        if '"' in rest:
+        if ' "' in rest:
             cut = rest.index(' "')
             return rest[:cut], _unquote(rest[cut + 1 :], i)
         if " b/" in rest:

@@ -460,6 +460,37 @@ def test_diff_ruN_epoch_timestamps_mean_absent_files() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("stamp", "absent"),
+    [
+        ("1970-01-01 00:00:00", True),
+        ("1970-01-01 01:00:00.000000000 +0100", True),
+        ("1970-01-01 01:00:00.000000000 +0000", False),
+        ("1970-02-30 00:00:00 +0000", False),
+        ("Thu Jan  1 00:00:00 1970", False),
+    ],
+)
+def test_epoch_timestamps(stamp: str, absent: bool) -> None:
+    diff = f"--- old/f\t{stamp}\n+++ new/f\t2024-05-06 07:08:09 +0000\n@@ -0,0 +1 @@\n+x\n"
+    (op,) = parse(diff).ops
+    assert (op.op, op.path) == (("add" if absent else "update"), "f")
+
+
+def test_git_names_without_prefixes_or_with_a_quoted_new_name() -> None:
+    diff = (
+        "diff --git x y x y\nnew file mode 100644\n"
+        "diff --git a/p b/p q\nnew file mode 100644\n"
+        'diff --git "a/m n" "b/m n"\ndeleted file mode 100644\n'
+        'diff --git a/r "b/s t"\nsimilarity index 100%\nrename from r\nrename to s t\n'
+    )
+    assert [(op.op, op.path, op.move_to) for op in parse(diff).ops] == [
+        ("add", "x y", None),
+        ("add", "p q", None),
+        ("delete", "m n", None),
+        ("update", "r", "s t"),
+    ]
+
+
 def test_traditional_diff_between_different_names_patches_the_new_name() -> None:
     (op,) = parse("--- file.orig\n+++ file\n@@ -1 +1 @@\n-a\n+b\n").ops
     assert (op.op, op.path, op.move_to) == ("update", "file", None)
@@ -543,6 +574,8 @@ def test_bare_empty_line_in_a_hunk_is_an_empty_context_line() -> None:
         ('--- "a/\\377"\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n', 1, "a UTF-8 file name"),
         ("--- \t2024-01-01\n+++ f\n@@ -1 +1 @@\n-a\n+b\n", 1, "a file name after '--- ' / '+++ '"),
         ("diff --git a/f b/f\nmode change only\n", 1, "at least one file operation"),
+        ("diff --git a/f b/f\n--- a/f\n+++ b/f\n", 4, HUNK_HEADER),
+        ('diff --git "a/f"\nold mode 100644\n', 1, "'diff --git a/<path> b/<path>'"),
     ],
 )
 def test_unified_syntax_errors_name_the_line_and_what_was_expected(
