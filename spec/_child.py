@@ -1,0 +1,60 @@
+"""A worker process for multi-process clauses: builds the driver again and edits a file.
+
+Run as ``python -m editspec.spec._child JSON`` where JSON names the driver (a
+``DriverSpec``), the root, the state directory, the session id, the file, and the
+markers to insert. Each marker is inserted before the line ``END`` by one edit, after a
+full read, retried while the implementation answers STALE. Prints a JSON summary:
+``{"applied": [...], "errors": [...]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def insert_markers(
+    session: Any, path: str, markers: list[str], *, attempts: int = 500
+) -> dict[str, list[str]]:
+    """Insert each marker before END, one edit each; STALE means read again and retry."""
+    from editspec.reference import EditSpec
+
+    applied: list[str] = []
+    errors: list[str] = []
+    for marker in markers:
+        for _ in range(attempts):
+            session.read(path, max_bytes=1 << 30)
+            try:
+                session.edit(path, [EditSpec("END", f"{marker}\nEND")])
+            except Exception as exc:
+                code = getattr(exc, "code", None)
+                if code == "STALE":
+                    continue
+                errors.append(f"{marker}: {code or type(exc).__name__}: {exc}")
+                break
+            applied.append(marker)
+            break
+        else:
+            errors.append(f"{marker}: still STALE after {attempts} attempts")
+    return {"applied": applied, "errors": errors}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from editspec.spec.drivers import DriverSpec, factory_for
+
+    args = json.loads((argv if argv is not None else sys.argv[1:])[0])
+    factory = factory_for(DriverSpec.from_dict(args["driver"]))
+    driver = factory(Path(args["root"]), Path(args["state_dir"]))
+    try:
+        session = driver.open_session(args["session"])
+        summary = insert_markers(session, args["path"], list(args["markers"]))
+    finally:
+        driver.close()
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

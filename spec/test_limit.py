@@ -1,0 +1,228 @@
+"""LIMIT: bounds that turn runaway input into TOO_LARGE before any work (DESIGN §3 limits).
+
+The numbers are DESIGN's defaults (read 256 KiB; a file 10 MiB for edit and patch; a patch
+1 MiB, 100 file operations, 1000 hunks, 50 000 lines; a transaction 32 MiB). That a bound
+exists and that a refusal changes nothing is a MUST; the exact default numbers are SHOULDs.
+"""
+
+from __future__ import annotations
+
+from editspec.reference import EditSpec
+from editspec.spec import MUST, SHOULD, clause, raises_code
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+def _lines_file(size: int) -> str:
+    """ASCII text of about ``size`` bytes, in numbered lines of 100 bytes."""
+    count = max(1, size // 100)
+    return "".join(f"{i:09d}{'.' * 90}\n" for i in range(count))
+
+
+def _add_file_patch(path: str, body_lines: list[str]) -> str:
+    return (
+        "*** Begin Patch\n*** Add File: "
+        + path
+        + "\n"
+        + "".join(f"+{line}\n" for line in body_lines)
+        + "*** End Patch\n"
+    )
+
+
+@clause(
+    "LIMIT-001",
+    MUST,
+    requires={"read"},
+    text="A read without max_bytes of a large file (4 MiB) returns a bounded prefix with "
+    "truncated=True, and sha256 and total_bytes of the whole file.",
+    rationale="An unbounded read of a generated file or a log floods the agent's context and "
+    "the transport.",
+)
+def test_default_read_is_bounded(session, disk):
+    text = _lines_file(4 * MiB)
+    disk.write("big.log", text)
+    result = session.read("big.log")
+    assert result.truncated is True
+    assert 0 < len(result.content.encode()) < len(text)
+    assert text.startswith(result.content)
+    assert result.total_bytes == len(text)
+
+
+@clause(
+    "LIMIT-002",
+    SHOULD,
+    requires={"read"},
+    text="The default read limit is 256 KiB: a read without max_bytes returns at most 256 KiB "
+    "of a larger file.",
+    rationale="A predictable default lets agents plan their paging.",
+)
+def test_default_read_limit_is_256_kib(session, disk):
+    disk.write("big.log", _lines_file(MiB))
+    result = session.read("big.log")
+    assert result.truncated is True
+    assert len(result.content.encode()) <= 256 * KiB
+
+
+@clause(
+    "LIMIT-003",
+    MUST,
+    requires={"read"},
+    text="An explicit max_bytes above the default limit is honoured: a 1 MiB file read with "
+    "max_bytes of 2 MiB comes back whole.",
+    rationale="The default protects careless callers; a caller that asks for more knows why.",
+)
+def test_explicit_max_bytes_overrides_default(session, disk):
+    text = _lines_file(MiB)
+    disk.write("big.log", text)
+    result = session.read("big.log", max_bytes=2 * MiB)
+    assert result.truncated is False
+    assert result.content == text
+
+
+@clause(
+    "LIMIT-004",
+    SHOULD,
+    requires={"read", "edit"},
+    text="An edit of a file larger than 10 MiB fails with TOO_LARGE and the file is unchanged.",
+    rationale="String matching over huge files is slow and their edits are almost always "
+    "mistakes (generated or vendored code).",
+)
+def test_edit_of_huge_file_is_too_large(session, disk):
+    disk.write("huge.txt", _lines_file(10 * MiB + 200))
+    session.read("huge.txt", max_bytes=64 * MiB)
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.edit("huge.txt", [EditSpec("000000001", "changed")])
+    disk.assert_unchanged(before)
+
+
+@clause(
+    "LIMIT-005",
+    MUST,
+    requires={"read", "edit"},
+    text="An edit of a file well below the limits (2 MiB) succeeds.",
+    rationale="Limits exist for runaway input; ordinary large source files must still be editable.",
+)
+def test_edit_of_large_file_succeeds(session, disk):
+    text = _lines_file(2 * MiB)
+    disk.write("large.txt", text)
+    session.read("large.txt", max_bytes=64 * MiB)
+    session.edit("large.txt", [EditSpec("000012345", "edited!!!")])
+    assert disk.read("large.txt") == text.replace("000012345", "edited!!!").encode()
+
+
+@clause(
+    "LIMIT-006",
+    SHOULD,
+    requires={"apply_patch"},
+    text="A patch text larger than 1 MiB fails with TOO_LARGE and nothing changes.",
+    rationale="Parsing and planning cost grows with the patch; the bound is checked first.",
+)
+def test_patch_text_limit(session, disk):
+    lines = ["y" * 1000] * 1100  # about 1.1 MiB
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.apply_patch(_add_file_patch("big.txt", lines))
+    disk.assert_unchanged(before)
+
+
+@clause(
+    "LIMIT-007",
+    SHOULD,
+    requires={"apply_patch"},
+    text="A patch with more than 100 file operations fails with TOO_LARGE and nothing changes.",
+    rationale="A patch touching hundreds of files is a runaway, not a change to review.",
+)
+def test_patch_file_count_limit(session, disk):
+    sections = "".join(f"*** Add File: f{i:03d}.txt\n+x\n" for i in range(101))
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.apply_patch(f"*** Begin Patch\n{sections}*** End Patch\n")
+    disk.assert_unchanged(before)
+
+
+@clause(
+    "LIMIT-008",
+    SHOULD,
+    requires={"apply_patch"},
+    text="A patch of exactly 100 file operations is within the limit and succeeds.",
+    rationale="An off-by-one limit rejects the largest patch the documentation promises.",
+)
+def test_patch_file_count_boundary(session, disk):
+    sections = "".join(f"*** Add File: f{i:03d}.txt\n+x\n" for i in range(100))
+    session.apply_patch(f"*** Begin Patch\n{sections}*** End Patch\n")
+    assert len(disk.tree()) == 100
+
+
+@clause(
+    "LIMIT-009",
+    SHOULD,
+    requires={"read", "apply_patch"},
+    text="A patch with more than 1000 hunks fails with TOO_LARGE and nothing changes.",
+    rationale="Hunk matching is the expensive part of planning; its count is bounded.",
+)
+def test_patch_hunk_limit(session, disk):
+    disk.write("many.txt", "".join(f"line {i}\n" for i in range(1001)))
+    session.read("many.txt")
+    hunks = "".join(f"@@\n-line {i}\n+LINE {i}\n" for i in range(1001))
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.apply_patch(f"*** Begin Patch\n*** Update File: many.txt\n{hunks}*** End Patch\n")
+    disk.assert_unchanged(before)
+
+
+@clause(
+    "LIMIT-010",
+    SHOULD,
+    requires={"apply_patch"},
+    text="A patch of more than 50 000 lines fails with TOO_LARGE and nothing changes.",
+    rationale="Line count bounds the parser's work independently of the byte size.",
+)
+def test_patch_line_limit(session, disk):
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.apply_patch(_add_file_patch("long.txt", ["x"] * 50_001))
+    disk.assert_unchanged(before)
+
+
+@clause(
+    "LIMIT-011",
+    SHOULD,
+    requires={"read", "apply_patch"},
+    text="A patch that updates a file larger than 10 MiB fails with TOO_LARGE and nothing changes.",
+    rationale="The per-file limit of Edit applies to the same change made through a patch.",
+)
+def test_patch_of_huge_file(session, disk):
+    disk.write("huge.txt", _lines_file(10 * MiB + 200))
+    session.read("huge.txt", max_bytes=64 * MiB)
+    first = _lines_file(200).splitlines()[0]
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.apply_patch(
+            f"*** Begin Patch\n*** Update File: huge.txt\n@@\n-{first}\n+changed\n*** End Patch\n"
+        )
+    disk.assert_unchanged(before)
+
+
+@clause(
+    "LIMIT-012",
+    SHOULD,
+    requires={"read", "apply_patch"},
+    text="A patch whose files together exceed 32 MiB fails with TOO_LARGE and nothing changes.",
+    rationale="A transaction stages and backs up every file it touches; its total size bounds "
+    "the disk space and time a rollback needs.",
+)
+def test_transaction_size_limit(session, disk):
+    sections = []
+    for index in range(4):
+        name = f"part{index}.txt"
+        text = _lines_file(9 * MiB)
+        disk.write(name, text)
+        session.read(name, max_bytes=64 * MiB)
+        first = text.splitlines()[0]
+        sections.append(f"*** Update File: {name}\n@@\n-{first}\n+changed {index}\n")
+    before = disk.snapshot()
+    with raises_code("TOO_LARGE"):
+        session.apply_patch("*** Begin Patch\n" + "".join(sections) + "*** End Patch\n")
+    disk.assert_unchanged(before)

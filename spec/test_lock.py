@@ -1,0 +1,309 @@
+"""LOCK: concurrent sessions, threads and processes lose no update (DESIGN §4 "Concurrency")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+from editspec.reference import EditSpec
+from editspec.spec import MUST, clause, raises_code, within
+from editspec.spec._child import insert_markers
+
+THREADS = 6
+EDITS_PER_THREAD = 4
+
+
+def _run_threads(workers: list[Callable[[], None]], *, seconds: float = 120) -> None:
+    """Start all workers together; fail if any is still running after ``seconds``."""
+    start = threading.Barrier(len(workers))
+    threads = [
+        threading.Thread(target=lambda w=w: (start.wait(), w()), daemon=True) for w in workers
+    ]
+    for thread in threads:
+        thread.start()
+
+    def join_all() -> None:
+        for thread in threads:
+            thread.join()
+
+    within(seconds, join_all, what=f"{len(workers)} concurrent workers")
+
+
+def _assert_markers_once(text: str, applied: list[str]) -> None:
+    lines = text.splitlines()
+    for marker in applied:
+        assert lines.count(marker) == 1, f"{marker} appears {lines.count(marker)} times"
+    assert lines[-1] == "END"
+    assert len(lines) == len(applied) + 1, f"unexpected lines: {sorted(set(lines) - set(applied))}"
+
+
+@clause(
+    "LOCK-001",
+    MUST,
+    requires={"read", "edit", "stale_detection"},
+    text="Concurrent edits of one file from many threads and sessions lose no update: each is "
+    "applied or rejected as STALE, and the final content holds every applied edit exactly once.",
+    rationale="Read-modify-write without a lock around the freshness check and the publish "
+    "loses one of two simultaneous edits, silently.",
+)
+def test_threads_lose_no_edit(driver, disk):
+    disk.write("log.txt", "END\n")
+    results: list[dict[str, list[str]]] = []
+
+    def worker(index: int) -> None:
+        session = driver.open_session(f"thread-{index}")
+        markers = [f"t{index}-{n}" for n in range(EDITS_PER_THREAD)]
+        results.append(insert_markers(session, "log.txt", markers))
+
+    _run_threads([lambda i=i: worker(i) for i in range(THREADS)])
+    errors = [error for result in results for error in result["errors"]]
+    assert not errors, errors
+    applied = [marker for result in results for marker in result["applied"]]
+    assert len(applied) == THREADS * EDITS_PER_THREAD
+    _assert_markers_once(disk.read("log.txt").decode(), applied)
+
+
+@clause(
+    "LOCK-002",
+    MUST,
+    requires={"read", "write", "stale_detection"},
+    text="Concurrent read-modify-write cycles with whole-file writes lose no update: a write "
+    "computed from an outdated read is STALE.",
+    rationale="The lost-update race is the same for Write as for Edit, and more destructive.",
+)
+def test_threads_lose_no_write(driver, disk):
+    disk.write("counter.txt", "")
+    errors: list[str] = []
+    applied: list[str] = []
+
+    def worker(index: int) -> None:
+        session = driver.open_session(f"writer-{index}")
+        for n in range(EDITS_PER_THREAD):
+            marker = f"w{index}-{n}"
+            for _ in range(500):
+                current = session.read("counter.txt", max_bytes=1 << 30).content
+                try:
+                    session.write("counter.txt", current + marker + "\n")
+                except Exception as exc:
+                    if getattr(exc, "code", None) == "STALE":
+                        continue
+                    errors.append(f"{marker}: {getattr(exc, 'code', type(exc).__name__)}: {exc}")
+                    return
+                applied.append(marker)
+                break
+            else:
+                errors.append(f"{marker}: still STALE after 500 attempts")
+
+    _run_threads([lambda i=i: worker(i) for i in range(THREADS)])
+    assert not errors, errors
+    lines = disk.read("counter.txt").decode().splitlines()
+    assert sorted(lines) == sorted(applied), "an applied write is missing or doubled"
+    assert len(applied) == THREADS * EDITS_PER_THREAD
+
+
+@clause(
+    "LOCK-003",
+    MUST,
+    requires={"read", "edit", "stale_detection"},
+    text="Concurrent edits of one file from several processes, each with its own instance of the "
+    "implementation over the same root and state directory, lose no update.",
+    rationale="In-process locks do not stop a second agent process (or a second IDE window) "
+    "from racing the first.",
+)
+def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir):
+    disk.write("shared.txt", "END\n")
+    processes = []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    for index in range(3):
+        args = {
+            "driver": driver_spec.to_dict(),
+            "root": str(workspace_root),
+            "state_dir": str(state_dir),
+            "session": f"process-{index}",
+            "path": "shared.txt",
+            "markers": [f"p{index}-{n}" for n in range(8)],
+        }
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "editspec.spec._child", json.dumps(args)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        )
+    applied: list[str] = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode(errors="replace")[-2000:]
+        summary = json.loads(out.decode().strip().splitlines()[-1])
+        assert not summary["errors"], summary["errors"]
+        applied += summary["applied"]
+    assert len(applied) == 24
+    _assert_markers_once(disk.read("shared.txt").decode(), applied)
+
+
+@clause(
+    "LOCK-004",
+    MUST,
+    requires={"read", "edit", "stale_detection"},
+    text="Two names of one file (a symlink and its target) share one lock: concurrent edits "
+    "through both names lose no update.",
+    rationale="Locks keyed by the spelled path let an alias run its read-modify-write beside "
+    "the original's.",
+)
+def test_aliases_share_one_lock(driver, disk, alias):
+    disk.write("real.txt", "END\n")
+    alias.symlink("link.txt", "real.txt")
+    results: list[dict[str, list[str]]] = []
+
+    def worker(index: int) -> None:
+        session = driver.open_session(f"alias-{index}")
+        name = "link.txt" if index % 2 else "real.txt"
+        markers = [f"a{index}-{n}" for n in range(EDITS_PER_THREAD)]
+        results.append(insert_markers(session, name, markers))
+
+    _run_threads([lambda i=i: worker(i) for i in range(THREADS)])
+    errors = [error for result in results for error in result["errors"]]
+    assert not errors, errors
+    applied = [marker for result in results for marker in result["applied"]]
+    _assert_markers_once(disk.read("real.txt").decode(), applied)
+    assert disk.is_symlink("link.txt")
+
+
+def _patch(first: str, second: str, who: str, old: int, new: int) -> str:
+    hunk = f"@@\n-{who}: {old}\n+{who}: {new}\n"
+    return (
+        "*** Begin Patch\n"
+        f"*** Update File: {first}\n{hunk}"
+        f"*** Update File: {second}\n{hunk}"
+        "*** End Patch\n"
+    )
+
+
+@clause(
+    "LOCK-005",
+    MUST,
+    requires={"read", "apply_patch", "stale_detection"},
+    text="Multi-file patches that name the same files in opposite orders, applied concurrently, "
+    "neither deadlock nor lose an update.",
+    rationale="Taking per-file locks in the order a patch lists them deadlocks two patches that "
+    "list the files the other way round.",
+)
+def test_opposite_order_patches_do_not_deadlock(driver, disk):
+    for name in ("a.txt", "b.txt"):
+        disk.write(name, "x: 0\ny: 0\n")
+    rounds = 15
+    errors: list[str] = []
+
+    def worker(who: str, first: str, second: str) -> None:
+        session = driver.open_session(f"patcher-{who}")
+        for n in range(rounds):
+            for _ in range(500):
+                session.read(first)
+                session.read(second)
+                try:
+                    session.apply_patch(_patch(first, second, who, n, n + 1))
+                except Exception as exc:
+                    if getattr(exc, "code", None) == "STALE":
+                        continue
+                    errors.append(
+                        f"{who} round {n}: {getattr(exc, 'code', type(exc).__name__)}: {exc}"
+                    )
+                    return
+                break
+            else:
+                errors.append(f"{who} round {n}: still STALE after 500 attempts")
+                return
+
+    _run_threads(
+        [lambda: worker("x", "a.txt", "b.txt"), lambda: worker("y", "b.txt", "a.txt")], seconds=120
+    )
+    assert not errors, errors
+    for name in ("a.txt", "b.txt"):
+        assert disk.read(name) == f"x: {rounds}\ny: {rounds}\n".encode(), name
+
+
+@clause(
+    "LOCK-006",
+    MUST,
+    requires={"write", "read_before_write"},
+    text="When several sessions create the same new file at once, exactly one succeeds, the file "
+    "holds its content, and the others fail with NOT_READ, STALE or ALREADY_EXISTS.",
+    rationale="Two creators that both saw 'does not exist' and both publish make the first "
+    "one's file vanish under the second.",
+)
+def test_concurrent_creates(driver, disk):
+    for round_number in range(5):
+        name = f"new-{round_number}.txt"
+        outcomes: dict[int, str] = {}
+
+        def worker(index: int, name: str = name, outcomes: dict[int, str] = outcomes) -> None:
+            session = driver.open_session(f"creator-{index}")
+            try:
+                session.write(name, f"written by {index}\n")
+            except Exception as exc:
+                outcomes[index] = str(getattr(exc, "code", None) or f"{type(exc).__name__}: {exc}")
+            else:
+                outcomes[index] = "ok"
+
+        _run_threads([lambda i=i: worker(i) for i in range(THREADS)])
+        winners = [index for index, outcome in outcomes.items() if outcome == "ok"]
+        assert len(winners) == 1, f"round {round_number}: {outcomes}"
+        losers = {outcome for outcome in outcomes.values() if outcome != "ok"}
+        assert losers <= {"NOT_READ", "STALE", "ALREADY_EXISTS"}, outcomes
+        assert disk.read(name) == f"written by {winners[0]}\n".encode()
+
+
+@clause(
+    "LOCK-007",
+    MUST,
+    requires={"read", "edit"},
+    text="Concurrent edits of different files do not interfere: every one succeeds.",
+    rationale="A workspace-wide lock or a shared record turns independent work into spurious "
+    "STALE errors.",
+)
+def test_different_files_do_not_interfere(driver, disk):
+    for index in range(THREADS):
+        disk.write(f"f{index}.txt", "END\n")
+    results: list[dict[str, list[str]]] = []
+
+    def worker(index: int) -> None:
+        session = driver.open_session(f"solo-{index}")
+        markers = [f"s{index}-{n}" for n in range(EDITS_PER_THREAD)]
+        results.append(insert_markers(session, f"f{index}.txt", markers, attempts=1))
+
+    _run_threads([lambda i=i: worker(i) for i in range(THREADS)])
+    errors = [error for result in results for error in result["errors"]]
+    assert not errors, errors
+    for index in range(THREADS):
+        expected = [f"s{index}-{n}" for n in range(EDITS_PER_THREAD)]
+        assert disk.read(f"f{index}.txt").decode().splitlines() == [*expected, "END"]
+
+
+@clause(
+    "LOCK-008",
+    MUST,
+    requires={"read", "edit"},
+    text="A failed operation releases its locks: after an edit fails (NO_MATCH, STALE), another "
+    "session edits the same file promptly.",
+    rationale="A lock leaked on an error path blocks the file until the process dies.",
+)
+def test_failure_releases_the_lock(session, other_session, disk, external):
+    disk.write("a.txt", "one\n")
+    session.read("a.txt")
+    with raises_code("NO_MATCH"):
+        session.edit("a.txt", [EditSpec("absent", "x")])
+    external.write("a.txt", "two\n")
+    with raises_code("STALE"):
+        session.edit("a.txt", [EditSpec("one", "1")])
+
+    def other_edits() -> None:
+        other_session.read("a.txt")
+        other_session.edit("a.txt", [EditSpec("two", "2")])
+
+    within(10, other_edits, what="an edit after failed ones")
+    assert disk.read("a.txt") == b"2\n"
