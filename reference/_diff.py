@@ -32,10 +32,10 @@ def split_lines(text: str) -> list[str]:
     return result
 
 
-def _prefix_chars(a: str, b: str) -> int:
-    """Length of the common prefix of ``a`` and ``b``, compared chunk-wise at C speed."""
+def _prefix_chars(a: str, b: str, known: int = 0) -> int:
+    """Length of the common prefix of ``a`` and ``b`` (at least ``known``), compared chunk-wise."""
     limit = min(len(a), len(b))
-    index, step = 0, 4096
+    index, step = min(known, limit), 4096
     while index < limit:
         stop = min(limit, index + step)
         if a[index:stop] == b[index:stop]:
@@ -52,9 +52,9 @@ def _prefix_chars(a: str, b: str) -> int:
     return limit
 
 
-def _suffix_chars(a: str, b: str, limit: int) -> int:
-    """Length of the common suffix of ``a`` and ``b``, at most ``limit``."""
-    count, step = 0, 4096
+def _suffix_chars(a: str, b: str, limit: int, known: int = 0) -> int:
+    """Length of the common suffix of ``a`` and ``b`` (at least ``known``), at most ``limit``."""
+    count, step = min(known, limit), 4096
     while count < limit:
         stop = min(limit, count + step)
         if a[len(a) - stop : len(a) - count] == b[len(b) - stop : len(b) - count]:
@@ -71,14 +71,16 @@ def _suffix_chars(a: str, b: str, limit: int) -> int:
     return limit
 
 
-def _changed_region(a: str, b: str) -> tuple[int, int, int]:
+def _changed_region(
+    a: str, b: str, known_prefix: int = 0, known_suffix: int = 0
+) -> tuple[int, int, int]:
     """``(start, end_a, end_b)``: the texts differ only in ``a[start:end_a]``/``b[start:end_b]``.
 
     ``start`` is a line start in both; ``end_a``/``end_b`` are line starts (or the ends),
     and ``a[end_a:] == b[end_b:]``.
     """
-    start = a.rfind("\n", 0, _prefix_chars(a, b)) + 1
-    common = _suffix_chars(a, b, min(len(a), len(b)) - start)
+    start = a.rfind("\n", 0, _prefix_chars(a, b, known_prefix)) + 1
+    common = _suffix_chars(a, b, min(len(a), len(b)) - start, known_suffix)
     end_a, end_b = len(a) - common, len(b) - common
     at_line_start = all(
         end == start or text[end - 1] == "\n" for text, end in ((a, end_a), (b, end_b))
@@ -169,15 +171,19 @@ def unified_diff(
     old_exists: bool = True,
     new_exists: bool = True,
     context: int = CONTEXT,
+    known_prefix: int = 0,
+    known_suffix: int = 0,
 ) -> str:
     """A unified diff of ``relative`` from ``old_text`` to ``new_text`` ("" when equal).
 
     ``old_exists=False`` labels the old side ``/dev/null`` (a created file), and
-    ``new_exists=False`` the new side (a deleted file).
+    ``new_exists=False`` the new side (a deleted file). ``known_prefix``/``known_suffix``:
+    lengths the caller knows the texts share at their start and end (an editor knows
+    where it changed the text), so the scan for the changed region starts there.
     """
     if old_text == new_text and old_exists == new_exists:
         return ""
-    start, end_old, end_new = _changed_region(old_text, new_text)
+    start, end_old, end_new = _changed_region(old_text, new_text, known_prefix, known_suffix)
     lead_start = _lines_back(old_text, start, context)
     trail_old = _lines_forward(old_text, end_old, context)
     trail_new = end_new + (trail_old - end_old)

@@ -21,13 +21,15 @@ Nothing touches the disk before step 4, so any failure leaves the file as it was
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from editspec.reference import _errors, _text
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
-from editspec.reference._matching import apply_edits
+from editspec.reference._matching import Edited, edit_text
 from editspec.reference._paths import MISSING, WorkspacePath
 from editspec.reference._results import EditResult, EditSpec, Replacement
 
@@ -124,13 +126,22 @@ def _edit_locked(
     shown = target.logical_relative
     refuse_non_file(target)
     old_bytes = _read_current(workspace, target)
+    old_digest: Callable[[], str] | None = None
     if old_bytes is None:
-        old_sha256 = None
-        decoded: _text.DecodedText | None = None
-        text = ""
         _require_creation(shown, specs, expected_sha256)
     else:
-        old_sha256 = _text.sha256_hex(old_bytes)
+        old_digest = _text.sha256_later(old_bytes)
+    # The in-memory edit runs while the old bytes are hashed; its failures are raised
+    # only after the freshness check, which comes first (NOT_READ/STALE, then the rest).
+    plan: _Plan | None = None
+    failure: ToolError | None = None
+    try:
+        plan = _plan(workspace, shown, old_bytes, specs)
+    except ToolError as error:
+        failure = error
+    old_sha256 = None
+    if old_digest is not None:
+        old_sha256 = old_digest()
         workspace.access.require_fresh(
             session.id,
             target.canonical_key,
@@ -138,31 +149,77 @@ def _edit_locked(
             expected_sha256=expected_sha256,
             display_path=shown,
         )
+    if failure is not None:
+        raise failure
+    assert plan is not None
+    # The new bytes are hashed while they are written; the hash is asked for after.
+    snapshot_created, write_warnings = replace_locked(
+        session,
+        target,
+        old_bytes,
+        plan.new_bytes,
+        message_id=message_id,
+        new_sha256=plan.new_digest,
+    )
+    new_sha256 = plan.new_digest()
+    return EditResult(
+        path=shown,
+        operation=OPERATION,
+        old_sha256=old_sha256,
+        new_sha256=new_sha256,
+        bytes_written=len(plan.new_bytes),
+        newline=plan.newline,
+        diff=plan.diff,
+        snapshot_created=snapshot_created,
+        replacements=plan.replacements,
+        warnings=plan.warnings + write_warnings,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class _Plan:
+    """An edit computed in memory: what to write and what to report."""
+
+    new_bytes: bytes
+    new_digest: Callable[[], str]
+    replacements: tuple[Replacement, ...]
+    diff: str
+    newline: str
+    warnings: tuple[str, ...]
+
+
+def _plan(
+    workspace: Workspace, shown: str, old_bytes: bytes | None, specs: Sequence[EditSpec]
+) -> _Plan:
+    """Decode, apply every edit, encode and describe the change; no disk access."""
+    decoded: _text.DecodedText | None = None
+    text = ""
+    if old_bytes is not None:
         decoded = _text.decode(old_bytes)
         if decoded is None:
             raise ToolError(
                 _errors.BINARY, f"{shown} is a binary file; it cannot be edited as text", path=shown
             )
         text = decoded.text
-    new_text, replacements = _apply(shown, text, specs)
-    new_bytes = _text.encode(new_text, decoded)
+    edited = _apply(shown, text, specs, decoded.newline if decoded is not None else None)
+    new_bytes = _text.encode(edited.text, decoded)
     _check_size(workspace, shown, len(new_bytes), "would be")
-    warnings = _growth_warning(workspace, shown, len(old_bytes or b""), len(new_bytes))
-    diff = unified_diff(shown, text, new_text, old_exists=old_bytes is not None)
-    snapshot_created, write_warnings = replace_locked(
-        session, target, old_bytes, new_bytes, message_id=message_id
+    new_digest = _text.sha256_later(new_bytes)
+    diff = unified_diff(
+        shown,
+        text,
+        edited.text,
+        old_exists=old_bytes is not None,
+        known_prefix=edited.unchanged_prefix,
+        known_suffix=edited.unchanged_suffix,
     )
-    return EditResult(
-        path=shown,
-        operation=OPERATION,
-        old_sha256=old_sha256,
-        new_sha256=_text.sha256_hex(new_bytes),
-        bytes_written=len(new_bytes),
-        newline=_text.newline_style(new_text),
+    return _Plan(
+        new_bytes=new_bytes,
+        new_digest=new_digest,
+        replacements=edited.replacements,
         diff=diff,
-        snapshot_created=snapshot_created,
-        replacements=replacements,
-        warnings=warnings + write_warnings,
+        newline=_newline_after(text, decoded, edited),
+        warnings=_growth_warning(workspace, shown, len(old_bytes or b""), len(new_bytes)),
     )
 
 
@@ -184,17 +241,42 @@ def _require_creation(shown: str, specs: Sequence[EditSpec], expected_sha256: st
         )
 
 
-def _apply(shown: str, text: str, specs: Sequence[EditSpec]) -> tuple[str, tuple[Replacement, ...]]:
+def _apply(shown: str, text: str, specs: Sequence[EditSpec], newline: str | None) -> Edited:
     try:
-        new_text, replacements = apply_edits(text, specs)
+        edited = edit_text(text, specs, newline=newline)
     except ToolError as error:
         details = {**error.details, "path": shown}
         raise ToolError(error.code, f"{shown}: {error.message}", **details) from None
-    if new_text == text and text:
+    if edited.text == text and text:
         raise ToolError(
             _errors.NO_CHANGE, f"{shown}: the edits leave the file as it is", path=shown
         )
-    return new_text, replacements
+    return edited
+
+
+def _newline_after(old_text: str, decoded: _text.DecodedText | None, edited: Edited) -> str:
+    """The newline style of the edited text, scanning only around the changed region.
+
+    Outside the region the old text's style holds. The region is widened to whole lines
+    so that every line break outside it has the character before it outside it too.
+    """
+    new_text = edited.text
+    if decoded is None or decoded.newline == _text.MIXED:
+        return _text.newline_style(new_text)
+    head = old_text.rfind("\n", 0, edited.unchanged_prefix) + 1
+    # The first line break inside the unchanged suffix ends the region (in both texts).
+    tail_new = new_text.find("\n", len(new_text) - edited.unchanged_suffix)
+    if tail_new == -1:
+        tail_new, tail_old = len(new_text), len(old_text)
+    else:
+        tail_old = tail_new + len(old_text) - len(new_text)
+    styles = {_text.newline_style(new_text[head : tail_new + 1])}
+    if head > 0 or old_text.find("\n", tail_old + 1) != -1:
+        styles.add(decoded.newline)
+    styles.discard(_text.NONE)
+    if not styles:
+        return _text.NONE
+    return styles.pop() if len(styles) == 1 else _text.MIXED
 
 
 def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:

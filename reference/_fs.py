@@ -135,14 +135,18 @@ class FileSystem:
         with self._parent(path) as (dir_fd, name):
             fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY, dir_fd=dir_fd)
         try:
-            if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            status = os.fstat(fd)
+            if not _stat.S_ISREG(status.st_mode):
                 raise IsADirectoryError(21, "not a regular file", path)
             if offset:
                 os.lseek(fd, offset, os.SEEK_SET)
             chunks: list[bytes] = []
             remaining = limit
+            # Chunks of the file's size: a file that does not grow meanwhile comes back
+            # as one chunk, which the join returns without copying it.
+            chunk_size = min(max(status.st_size - offset, 1 << 16), 1 << 30)
             while remaining is None or remaining > 0:
-                size = 1 << 20 if remaining is None else min(1 << 20, remaining)
+                size = chunk_size if remaining is None else min(chunk_size, remaining)
                 chunk = os.read(fd, size)
                 if not chunk:
                     break

@@ -46,6 +46,7 @@ import attrs
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._results import EditSpec, Replacement
+from editspec.reference._text import CRLF, MIXED, newline_style
 
 STRATEGIES: tuple[str, ...] = (
     "exact",
@@ -94,6 +95,9 @@ class Located:
     spans: tuple[Span, ...]
     matched_by: str
     line: int
+    # Set when the spans are exactly the occurrences ``str.replace`` would take of this
+    # string (the first ``len(spans)``): the replacement is then one ``str.replace``.
+    literal: str | None = None
 
 
 # -- views: a transformed text that maps its offsets back -------------------------
@@ -146,24 +150,36 @@ class _View:
 
 
 class _Haystack:
-    """One text prepared for matching; the costly views are built on first use."""
+    """One text prepared for matching; the costly views are built on first use.
 
-    def __init__(self, text: str) -> None:
+    ``newline`` is the text's style ("lf", "crlf", "mixed" or "none") when the caller
+    knows it already; it spares a scan of a large file.
+    """
+
+    def __init__(self, text: str, newline: str | None = None) -> None:
         self.text = text
-        self.crlf_count = text.count("\r\n")
-        self.lf_count = text.count("\n")
-        self.norm = text.replace("\r\n", "\n") if self.crlf_count else text
+        style = newline if newline is not None else newline_style(text)
+        self.has_crlf = style in (CRLF, MIXED)
+        self.pure_crlf = style == CRLF
+        self._norm: str | None = None if self.has_crlf else text
         self._crlf_marks: list[int] | None = None
         self._lines: list[str] | None = None
         self._stripped: list[str] | None = None
         self._line_starts: list[int] | None = None
         self._views: dict[str, _View] = {}
 
+    @property
+    def norm(self) -> str:
+        """The text with every CRLF read as LF."""
+        if self._norm is None:
+            self._norm = self.text.replace("\r\n", "\n")
+        return self._norm
+
     # offsets of the LF view -> offsets of the text
     def to_text(self, offset: int) -> int:
-        if not self.crlf_count:
+        if not self.has_crlf:
             return offset
-        if self.crlf_count == self.lf_count:
+        if self.pure_crlf:
             return offset + self.norm.count("\n", 0, offset)
         if self._crlf_marks is None:
             self._crlf_marks = [
@@ -218,9 +234,9 @@ class _Haystack:
 
     def with_newlines(self, replacement: str, start: int, end: int) -> str:
         """``replacement`` (LF) with the line breaks of ``text[start:end]``'s style."""
-        if not self.crlf_count or "\n" not in replacement:
+        if "\n" not in replacement or not self.has_crlf:
             return replacement
-        if self.crlf_count == self.lf_count:
+        if self.pure_crlf:
             return replacement.replace("\n", "\r\n")
         # A mixed file: when the new text has as many line breaks as the span, each keeps
         # the break it replaces; otherwise the span's majority, or the break after it.
@@ -309,7 +325,7 @@ def _exact(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candi
     if literal:
         return [(position, position + len(old), new) for position in literal]
     needle = old.replace("\r\n", "\n")
-    if needle == old and hay.norm is hay.text:
+    if needle == old and not hay.has_crlf:
         return []
     return _in_view(hay, None, needle, new, overlapping)
 
@@ -639,7 +655,7 @@ def validate(spec: EditSpec) -> None:
         raise ToolError(_errors.NO_CHANGE, "old_string and new_string are identical")
 
 
-def locate(text: str, spec: EditSpec, *, _hay: _Haystack | None = None) -> Located:
+def locate(text: str, spec: EditSpec, *, newline: str | None = None) -> Located:
     """Run the cascade for one edit. Spec: EDIT-* (matching order, AMBIGUOUS, NO_MATCH)."""
     validate(spec)
     if not spec.old_string and not text:
@@ -650,7 +666,7 @@ def locate(text: str, spec: EditSpec, *, _hay: _Haystack | None = None) -> Locat
             _errors.INVALID_ARGUMENT,
             "an empty old_string only creates a file or fills an empty one; this file has content",
         )
-    hay = _hay if _hay is not None else _Haystack(text)
+    hay = _Haystack(text, newline)
     old = spec.old_string.replace("\r\n", "\n")
     new = spec.new_string.replace("\r\n", "\n")
     for strategy, find in _CASCADE:
@@ -666,12 +682,29 @@ def locate(text: str, spec: EditSpec, *, _hay: _Haystack | None = None) -> Locat
             Span(start, end, hay.with_newlines(replacement, start, end))
             for start, end, replacement in picked
         )
-        return Located(spans=spans, matched_by=strategy, line=hay.line_of(spans[0].start))
+        literal = None
+        if (
+            strategy == "exact"
+            and (spec.replace_all or picked[0] is found[0])
+            and text.startswith(spec.old_string, spans[0].start)
+            and not spec.old_string.startswith("\n")
+            and not spec.old_string.endswith("\r")
+        ):
+            literal = spec.old_string  # the literal search found them, and dropped none
+        return Located(
+            spans=spans, matched_by=strategy, line=hay.line_of(spans[0].start), literal=literal
+        )
     raise _no_match(hay, old)
 
 
 def apply(text: str, located: Located) -> str:
     """Replace every span of ``located`` in ``text`` (spans are sorted, disjoint)."""
+    replacement = located.spans[0].replacement
+    if located.literal is not None and all(
+        span.replacement == replacement for span in located.spans
+    ):
+        # One pass and one copy of a large text, instead of slices joined.
+        return text.replace(located.literal, replacement, len(located.spans))
     pieces: list[str] = []
     copied = 0
     for span in located.spans:
@@ -682,21 +715,55 @@ def apply(text: str, located: Located) -> str:
     return "".join(pieces)
 
 
-def apply_edits(text: str, edits: Sequence[EditSpec]) -> tuple[str, tuple[Replacement, ...]]:
-    """Apply edits in order, in memory; the first that fails raises with its index."""
+@attrs.frozen
+class Edited:
+    """The result of several edits: the text, and what matched.
+
+    The old and new texts are equal in their first ``unchanged_prefix`` characters and
+    their last ``unchanged_suffix`` characters (lower bounds), which spares the diff a
+    scan of a large file.
+    """
+
+    text: str
+    replacements: tuple[Replacement, ...]
+    unchanged_prefix: int
+    unchanged_suffix: int
+
+
+def edit_text(text: str, edits: Sequence[EditSpec], *, newline: str | None = None) -> Edited:
+    """Apply edits in order, in memory; the first that fails raises with its index.
+
+    ``newline``: the style of ``text`` if known (see ``_Haystack``). Spec: EDIT-*.
+    """
     replacements: list[Replacement] = []
+    prefix = suffix = len(text)
     for index, spec in enumerate(edits):
         try:
-            located = locate(text, spec)
+            located = locate(text, spec, newline=newline if index == 0 else None)
         except ToolError as error:
-            prefix = f"edit {index + 1} of {len(edits)}: " if len(edits) > 1 else ""
+            prefix_text = f"edit {index + 1} of {len(edits)}: " if len(edits) > 1 else ""
             details = {**error.details, "edit_index": index}
-            raise ToolError(error.code, prefix + error.message, **details) from None
+            raise ToolError(error.code, prefix_text + error.message, **details) from None
+        # Offsets before the first span, and counted from the end after the last one,
+        # are the same in every version of the text.
+        prefix = min(prefix, located.spans[0].start)
+        suffix = min(suffix, len(text) - located.spans[-1].end)
         text = apply(text, located)
         replacements.append(
             Replacement(count=len(located.spans), matched_by=located.matched_by, line=located.line)
         )
-    return text, tuple(replacements)
+    return Edited(
+        text=text,
+        replacements=tuple(replacements),
+        unchanged_prefix=prefix,
+        unchanged_suffix=suffix,
+    )
+
+
+def apply_edits(text: str, edits: Sequence[EditSpec]) -> tuple[str, tuple[Replacement, ...]]:
+    """``edit_text`` without the region: the new text and the replacements."""
+    edited = edit_text(text, edits)
+    return edited.text, edited.replacements
 
 
 # -- NO_MATCH, with a hint where to look ------------------------------------------

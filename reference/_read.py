@@ -32,7 +32,7 @@ from editspec.reference._text import (
     bom_length,
     decode,
     decode_as,
-    sha256_hex,
+    sha256_later,
     sniff_mime,
 )
 
@@ -169,7 +169,7 @@ def read(
         mtime_ns = workspace.fs.lstat(target.real).st_mtime_ns
     except OSError as exc:
         raise _errors.from_oserror(exc, target.logical_relative, action="read") from exc
-    digest = sha256_hex(data)
+    pending_digest = sha256_later(data)  # hashed on another core while the text decodes
 
     if chosen == AUTO:
         decoded = decode(data)
@@ -185,6 +185,7 @@ def read(
                 encoding=chosen,
             )
 
+    digest = pending_digest()
     if decoded is None:
         result = _binary(session, target, data, digest, offset, budget, first, last)
     elif offset is not None:
@@ -265,9 +266,17 @@ def _text_result(
     start_byte: int,
     truncated: bool,
     warnings: list[str],
+    known: tuple[int, int, int] | None = None,
 ) -> ReadResult:
-    end_byte = start_byte + len(content.encode(decoded.encoding))
-    end_line = _last_line(start_line, content)
+    # ``known``: (total lines, end line, content bytes) when the caller has counted them,
+    # which spares a large file two more scans and an encoding.
+    if known is None:
+        total_lines = _total_lines(decoded.text)
+        end_line = _last_line(start_line, content)
+        end_byte = start_byte + len(content.encode(decoded.encoding))
+    else:
+        total_lines, end_line, content_bytes = known
+        end_byte = start_byte + content_bytes
     if truncated:
         resume = f"start_byte={end_byte}"
         if content.endswith("\n"):
@@ -281,7 +290,7 @@ def _text_result(
         start_line=start_line,
         end_line=end_line,
         total_bytes=len(data),
-        total_lines=_total_lines(decoded.text),
+        total_lines=total_lines,
         sha256=digest,
         encoding=decoded.encoding,
         newline=decoded.newline,
@@ -321,7 +330,10 @@ def _line_range(
     char_start = _line_start(text, start_line)
     char_end = _line_start(text, end_line + 1) if end_line < total else len(text)
     selected = text[char_start:char_end]
-    encoded = selected.encode(decoded.encoding)
+    if char_start == 0 and char_end == len(text):
+        encoded = data[bom_length(decoded.encoding, decoded.bom) :]  # decoding is exact
+    else:
+        encoded = selected.encode(decoded.encoding)
     truncated = len(encoded) > budget
     if truncated:
         selected = _complete_prefix(encoded[:budget], decoded.encoding, final=False)
@@ -341,6 +353,7 @@ def _line_range(
         start_byte=start_byte,
         truncated=truncated,
         warnings=warnings,
+        known=None if truncated else (total, end_line, len(encoded)),
     )
 
 

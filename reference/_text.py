@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import threading
+from collections.abc import Callable
 
 import attrs
 
@@ -46,6 +48,41 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Below this size a worker thread costs more than the hashing it hides.
+_BACKGROUND_HASH_BYTES = 1 << 20
+
+
+def sha256_later(data: bytes) -> Callable[[], str]:
+    """``sha256_hex(data)``, started now and returned by the function this gives back.
+
+    ``hashlib`` releases the GIL while it hashes, so a large input is hashed on another
+    core while the caller decodes, matches or writes; small inputs are hashed at once.
+    An error of the hashing is raised by the call that asks for the value.
+    """
+    if len(data) < _BACKGROUND_HASH_BYTES:
+        value = sha256_hex(data)
+        return lambda: value
+    outcome: list[str] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(sha256_hex(data))
+        except BaseException as exc:  # handed to the thread that asks for the value
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="editspec-sha256", daemon=True)
+    worker.start()
+
+    def result() -> str:
+        worker.join()
+        if failure:
+            raise failure[0]
+        return outcome[0]
+
+    return result
+
+
 @attrs.frozen(kw_only=True)
 class DecodedText:
     """A decoded file: its text (original newlines, no BOM) and how to encode it back."""
@@ -68,9 +105,12 @@ def bom_length(encoding: str, bom: bool) -> int:
 
 def newline_style(text: str) -> str:
     """Classify the newlines of ``text``: "lf", "crlf", "mixed" or "none". Spec: READ-*."""
-    newlines = text.count("\n")
-    if not newlines:
+    # Two cheap membership tests decide most files; counting is needed only with a CR.
+    if "\n" not in text:
         return NONE
+    if "\r" not in text:
+        return LF
+    newlines = text.count("\n")
     crlf = text.count("\r\n")
     if crlf == 0:
         return LF

@@ -30,7 +30,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._paths import DIR, MISSING, OTHER, WorkspacePath, is_within
 from editspec.reference._results import WriteResult
 from editspec.reference._snapshots import SnapshotEntry
-from editspec.reference._text import NONE, DecodedText, decode, encode, sha256_hex
+from editspec.reference._text import NONE, DecodedText, decode, encode, sha256_hex, sha256_later
 
 if TYPE_CHECKING:
     from editspec.reference._workspace import Session, Workspace
@@ -206,6 +206,7 @@ def replace_locked(
     new_bytes: bytes,
     *,
     message_id: str | None,
+    new_sha256: str | Callable[[], str] | None = None,
 ) -> tuple[bool, tuple[str, ...]]:
     """Publish ``new_bytes`` at ``target`` with its key lock already held.
 
@@ -214,8 +215,13 @@ def replace_locked(
     creates the file, with its missing parent directories, and never clobbers one that
     appeared meanwhile (STALE). Records the snapshot (best effort) when ``message_id`` is
     given, keeps the mode bits, and updates the session's access record. Returns
-    ``(snapshot_created, warnings)``. Spec: WRITE-*, TRACK-*, SNAP-*, PATH-* (hard links).
+    ``(snapshot_created, warnings)``. ``new_sha256``: the hash of ``new_bytes`` when the
+    caller has it, or a function that returns it (``_text.sha256_later``), asked only
+    when the hash is needed, so a large file is hashed while it is written. Spec:
+    WRITE-*, TRACK-*, SNAP-*, PATH-* (hard links).
     """
+    digest = sha256_later(new_bytes) if new_sha256 is None else new_sha256
+    new_hash: Callable[[], str] = digest if callable(digest) else (lambda: digest)
     workspace = session.workspace
     fs = workspace.fs
     warnings: list[str] = []
@@ -242,7 +248,7 @@ def replace_locked(
             relative=target.relative,
             existed=old_bytes is not None,
             before=old_bytes,
-            after_sha256=sha256_hex(new_bytes),
+            after_sha256=new_hash(),
             mode=mode,
         )
         transaction_id, snapshot_warnings = _snapshot(session, message_id, entry)
@@ -269,7 +275,7 @@ def replace_locked(
     workspace.access.record_write(
         session.id,
         target.canonical_key,
-        sha256=sha256_hex(new_bytes),
+        sha256=new_hash(),
         size=len(new_bytes),
         mtime_ns=mtime_ns,
     )

@@ -458,3 +458,9 @@ def test_any_line_window_is_found_in_crlf_text_with_lf_needle(
     (span,) = located.spans
     assert text[span.start : span.end].replace("\r\n", "\n") == needle
     assert span.replacement == "NEW\r\n"
+
+
+def test_replace_all_in_a_mixed_file_keeps_each_places_line_breaks() -> None:
+    text, replacement = one("a\r\nX\r\nb\nX\nc", "X", "Y\nZ", replace_all=True)
+    assert text == "a\r\nY\r\nZ\r\nb\nY\nZ\nc"
+    assert replacement.count == 2
