@@ -175,8 +175,10 @@ def _detect_case_folding(fs: FileSystem, root: str) -> bool | None:
         directory, name = os.path.split(path)
         try:
             other = fs.lstat(os.path.join(directory, name.swapcase()))
-        except OSError:
+        except FileNotFoundError:
             return False
+        except OSError:
+            return None
         return _identity(other) == _identity(st)
     return None
 
@@ -257,11 +259,14 @@ class _Resolver:
                 current = parent
         return _identity(st) in self.ancestor_ids
 
-    def follow(self, link: str) -> list[str]:
+    def follow(self, link: str, inside: bool) -> list[str]:
         """Count a hop and return the link's target components (in order)."""
         self.hops += 1
         self.crossed_link = True
         if self.hops > MAX_LINK_HOPS:
+            if not inside or not is_within(link, self.root):
+                # A loop out there is nobody's business here: the path leads outside.
+                raise _outside(self.requested, "a symlink leads out of the workspace")
             raise ToolError(
                 _errors.INVALID_ARGUMENT,
                 f"{self.requested}: too many levels of symbolic links "
@@ -314,13 +319,14 @@ class _Resolver:
                     break
             name, requested = pending.pop()
             consumed += requested
+            if current_st is not None and not stat.S_ISDIR(current_st.st_mode):
+                # Nothing, not even "." or "..", follows a file (the kernel: ENOTDIR).
+                self._not_a_directory(current, inside)
             if name in ("", "."):
                 continue
             if name == "..":
                 current, current_st = os.path.dirname(current), None
                 continue
-            if current_st is not None and not stat.S_ISDIR(current_st.st_mode):
-                self._not_a_directory(current, inside)
             candidate = os.path.join(current, name)
             try:
                 st = self.fs.lstat(candidate)
@@ -332,7 +338,7 @@ class _Resolver:
                     raise _outside(self.requested, "a symlink leads out of the workspace") from exc
                 raise _errors.from_oserror(exc, self.requested, action="resolve") from exc
             if stat.S_ISLNK(st.st_mode):
-                target = self.follow(candidate)
+                target = self.follow(candidate, inside)
                 if target and target[0] == "":  # absolute target
                     current, current_st = os.sep, None
                 pending.extend((part, False) for part in reversed(target))
@@ -419,4 +425,13 @@ def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath
     logical = os.path.normpath(joined)
     if logical.startswith("//"):
         logical = "/" + logical.lstrip("/")  # POSIX keeps a leading "//"; it is "/" here
-    return _Resolver(workspace, requested).resolve(logical)
+    result = _Resolver(workspace, requested).resolve(logical)
+    if requested.endswith(("/", os.sep)) and result.kind in (FILE, OTHER):
+        # "name/" names a directory; the kernel says ENOTDIR for a file.
+        raise ToolError(
+            _errors.NOT_FOUND,
+            f"{requested}: {result.logical_relative} is not a directory",
+            path=requested,
+            reason="not_a_directory",
+        )
+    return result

@@ -519,3 +519,41 @@ def _check_one(workspace: Workspace, root: str, query: str) -> None:
             assert not is_within(real, root), (query, real)
         else:
             assert code == "NOT_FOUND" and is_within(real, root), (query, code, real)
+
+
+# -- trailing separators, loops beyond the root, undecidable case folding ---------------
+
+
+def test_a_trailing_slash_names_a_directory(workspace: Workspace, root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "f.txt").write_bytes(b"f")
+    assert resolve(workspace, "d/").kind == "dir"
+    assert _code(workspace, "f.txt/") == "NOT_FOUND"
+
+
+def test_a_loop_outside_the_root_is_reported_as_outside(
+    workspace: Workspace, root: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "loop_a").symlink_to("loop_b")
+    (tmp_path / "loop_b").symlink_to("loop_a")
+    (root / "out").symlink_to(tmp_path / "loop_a")
+    assert _code(workspace, "out") == "OUTSIDE_WORKSPACE"
+
+
+def test_case_folding_is_looked_up_when_the_root_cannot_tell(fs: object) -> None:
+    fs.is_case_sensitive = False  # type: ignore[attr-defined]
+    fs.create_dir("/1")  # type: ignore[attr-defined]
+    workspace = Workspace("/1", "/state", fs=FileSystem(secure_walk=False))
+    assert resolve(workspace, "new.txt").real == "/1/new.txt"  # nothing cased to probe yet
+    fs.create_file("/1/2/Mixed.txt", contents="m")  # type: ignore[attr-defined]
+    assert resolve(workspace, "2/MIXED.TXT").real == "/1/2/Mixed.txt"
+
+
+def test_nothing_follows_a_file_in_a_link_target(workspace: Workspace, root: Path) -> None:
+    (root / "a").mkdir()
+    (root / "a" / "b").write_bytes(b"file")
+    (root / "a" / "through_file").symlink_to("b/..")
+    (root / "a" / "dot_file").symlink_to("b/.")
+    (root / "a" / "slash_file").symlink_to("b/")
+    for name in ("through_file", "dot_file", "slash_file"):
+        assert _code(workspace, f"a/{name}") == "NOT_FOUND"
