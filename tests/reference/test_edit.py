@@ -606,3 +606,44 @@ def newline_kind(text: str) -> str:
 
 def _breaks(text: str) -> list[int]:
     return [index for index, char in enumerate(text) if char == "\n"]
+
+
+# -- the order of refusals, and large files (hashed on a worker thread) ---------------
+
+
+def test_freshness_is_checked_before_the_edit_is_judged(
+    s1: Session, put: Callable[[str, bytes], Path]
+) -> None:
+    text_path = put("t.txt", b"alpha\n")
+    refused("NOT_READ", text_path, lambda: s1.edit("t.txt", [EditSpec("missing", "x")]))
+    binary_path = put("b.bin", b"\x00\x01\x02")
+    refused("NOT_READ", binary_path, lambda: s1.edit("b.bin", [EditSpec("a", "b")]))
+    spec = EditSpec("alpha", "beta")
+    refused("STALE", text_path, lambda: s1.edit("t.txt", [spec], expected_sha256="0" * 64))
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_large_file_edit(s1: Session, put: Callable[[str, bytes], Path], newline: bytes) -> None:
+    lines = [b"row %06d = value" % number for number in range(200_000)]
+    data = newline.join(lines) + newline
+    assert len(data) > 2 * 1024 * 1024
+    path = put("large.txt", data)
+    refused("NOT_READ", path, lambda: s1.edit("large.txt", [EditSpec("row 150000 =", "x")]))
+    result = edit_after_read(
+        s1, "large.txt", EditSpec("row 150000 = value\n", "row 150000 = 1\nnew\n")
+    )
+    expected = data.replace(
+        b"row 150000 = value" + newline, b"row 150000 = 1" + newline + b"new" + newline
+    )
+    assert path.read_bytes() == expected
+    assert result.old_sha256 == sha(data)
+    assert result.new_sha256 == sha(expected)
+    assert result.replacements[0].line == 150_001
+    assert result.newline == ("lf" if newline == b"\n" else "crlf")
+    assert "-row 150000 = value" in result.diff and "@@ -149998," in result.diff
+    # The session's record now holds the new hash: another edit needs no read.
+    s1.edit("large.txt", [EditSpec("\nnew\n", "\nnewer\n")])
+    assert path.read_bytes() == expected.replace(b"new" + newline, b"newer" + newline, 1)
+    stale_data = path.read_bytes().replace(b"row 000001", b"row 00000X")
+    path.write_bytes(stale_data)
+    refused("STALE", path, lambda: s1.edit("large.txt", [EditSpec("newer", "newest")]))
