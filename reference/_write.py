@@ -307,6 +307,12 @@ def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
         return None
     try:
         return workspace.fs.read_bytes(target.real)
+    except FileNotFoundError as exc:
+        raise ToolError(
+            _errors.STALE,
+            f"{target.logical_relative} disappeared while it was being written; try again",
+            path=target.logical_relative,
+        ) from exc
     except OSError as exc:
         raise _errors.from_oserror(exc, target.logical_relative, action="read") from exc
 
@@ -335,6 +341,12 @@ def write(
     for _ in range(_RESOLVE_ATTEMPTS):
         target = workspace.resolve(path)
         refuse_non_file(target)
+        if isinstance(path, str) and path.endswith(("/", os.sep)):
+            raise ToolError(
+                _errors.IS_A_DIRECTORY,
+                f"{path} ends with a separator: it names a directory, not a file",
+                path=path,
+            )
         with workspace.locks.hold([target.canonical_key]):
             locked = workspace.resolve(path)
             if locked.canonical_key != target.canonical_key:

@@ -567,3 +567,32 @@ def test_failed_create_removes_the_directories_it_made(root: Path, state_dir: Pa
         session.write("p/q/f.txt", "x")
     fs.disarm()
     assert _tree(root) == before
+
+
+def test_a_path_ending_in_a_separator_is_not_a_file_name(session: Session, root: Path) -> None:
+    assert _error(session, "newdir/", "x").code == "IS_A_DIRECTORY"
+    (root / "f.txt").write_bytes(b"f")
+    assert _error(session, "f.txt/", "x").code == "NOT_FOUND"
+    assert _tree(root) == {"f.txt": b"f"}
+
+
+class _DeleteBeforeRead(FileSystem):
+    """Deletes the target just before the write reads it under the lock."""
+
+    def __init__(self, target: Path) -> None:
+        super().__init__()
+        self.target, self.reads = target, 0
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        self.reads += 1
+        if path == str(self.target) and self.reads == 2:  # the read, then the write's
+            self.target.unlink()
+        return super().read_bytes(path, offset=offset, limit=limit)
+
+
+def test_a_file_deleted_under_the_write_is_stale(root: Path, state_dir: Path) -> None:
+    (root / "f.txt").write_bytes(b"x")
+    session = Workspace(root, state_dir, fs=_DeleteBeforeRead(root / "f.txt")).session("s")
+    session.read("f.txt")
+    assert _error(session, "f.txt", "y").code == "STALE"
+    assert _tree(root) == {}
