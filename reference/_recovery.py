@@ -13,7 +13,9 @@ any process is running while it works, then:
    back, ``committed`` is finished; the journal is deleted last;
 4. removes torn journal temp files (``.<txn>.<state>.tmp``: a journal write that never
    reached its rename; only names of exactly that pattern, only in the journal
-   directory, which belongs to the engine).
+   directory, which belongs to the engine);
+5. discards pending snapshot records of transactions that never wrote a journal (a
+   crash while ``on_prepared`` created them): such a transaction cannot commit.
 
 Every step is idempotent, so a crash during recovery is repaired by the next one.
 If a journal cannot be settled, the error lists every path left unrestored, the
@@ -35,7 +37,7 @@ from editspec.reference import _errors, _journal
 from editspec.reference._errors import ToolError
 from editspec.reference._journal import JournalRecord
 from editspec.reference._results import RecoveryReport
-from editspec.reference._transaction import ROLL_BACK, RollbackIncomplete, settle
+from editspec.reference._transaction import ROLL_BACK, RollbackIncomplete, settle, snapshot_hook
 
 if TYPE_CHECKING:
     from editspec.reference._workspace import Workspace
@@ -56,7 +58,7 @@ def _recover(workspace: Workspace) -> RecoveryReport:
     try:
         names = sorted(fs.listdir(journal_dir))
     except (FileNotFoundError, NotADirectoryError):
-        return RecoveryReport()
+        names = []
     records: list[JournalRecord] = []
     temps: list[str] = []
     for name in names:
@@ -68,6 +70,7 @@ def _recover(workspace: Workspace) -> RecoveryReport:
             temps.append(name)
         # Other names are not journals; the engine never writes them, and leaves them be.
     if not records and not temps:
+        _discard_orphan_snapshots(workspace, set())
         return RecoveryReport()
     fs.fsync_dir(journal_dir)
     rolled_back: list[str] = []
@@ -96,6 +99,8 @@ def _recover(workspace: Workspace) -> RecoveryReport:
         cleaned.append(path)
     if temps:
         fs.fsync_dir(journal_dir)
+    kept = {record.txn_id for record in records} - set(rolled_back) - set(rolled_forward)
+    failures.update(_discard_orphan_snapshots(workspace, kept))
     if failures:
         workspace.mark_needs_recovery("recovery could not settle every transaction")
         raise ToolError(
@@ -109,3 +114,27 @@ def _recover(workspace: Workspace) -> RecoveryReport:
     return RecoveryReport(
         rolled_back=tuple(rolled_back), rolled_forward=tuple(rolled_forward), cleaned=tuple(cleaned)
     )
+
+
+def _discard_orphan_snapshots(workspace: Workspace, journaled: set[str]) -> dict[str, str]:
+    """Discard pending snapshot records of transactions that have no journal.
+
+    A transaction creates its snapshots (``on_prepared``) before it writes its journal,
+    so a crash in between leaves pending records of a transaction that can never
+    commit. With the workspace guard held exclusively none is running, so every
+    pending transaction without a journal is one of those.
+    """
+    pending = getattr(workspace.snapshots, "pending_transactions", None)
+    if not callable(pending):
+        return {}
+    failures: dict[str, str] = {}
+    for txn_id in sorted(pending()):
+        if txn_id in journaled or not _journal.TXN_ID.fullmatch(txn_id):
+            continue
+        if workspace.fs.lexists(_journal.journal_path(workspace.journal_dir, txn_id)):
+            continue
+        try:
+            snapshot_hook(workspace, "discard_transaction", txn_id)
+        except Exception as exc:
+            failures[f"snapshots of {txn_id}"] = repr(exc)
+    return failures

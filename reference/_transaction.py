@@ -239,9 +239,16 @@ def _run(
 
 
 def _as_tool_error(exc: Exception) -> ToolError:
-    if isinstance(exc, OSError):
-        return _errors.from_oserror(exc, exc.filename, action="publish")
-    return ToolError(_errors.IO_ERROR, f"publish failed: {exc!r}")
+    if not isinstance(exc, OSError):
+        return ToolError(_errors.IO_ERROR, f"publish failed: {exc!r}")
+    error = _errors.from_oserror(exc, exc.filename, action="publish")
+    if error.code not in (_errors.IO_ERROR, _errors.ALREADY_EXISTS):
+        # ENOENT, EISDIR, ... in the middle of a publish come from the environment (a
+        # directory removed under us), not from the request. EEXIST stays: a file
+        # appeared where an add or a move links its new file (no clobber).
+        error = ToolError(_errors.IO_ERROR, error.message, errno=exc.errno, path=exc.filename)
+        error.__cause__ = exc
+    return error
 
 
 def _check_shape(workspace: Workspace, planned: Sequence[PlannedChange]) -> None:
