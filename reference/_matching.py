@@ -115,7 +115,7 @@ class _View:
         self,
         source: str,
         pattern: re.Pattern[str],
-        substitute: Callable[[re.Match[str]], str | None],
+        substitute: Callable[[re.Match[str]], str],
     ) -> None:
         pieces: list[str] = []
         self._view_marks: list[int] = []
@@ -124,8 +124,6 @@ class _View:
         view_length = 0
         for match in pattern.finditer(source):
             replacement = substitute(match)
-            if replacement is None:
-                continue
             start, end = match.span()
             pieces.append(source[copied:start])
             view_length += start - copied
@@ -166,7 +164,6 @@ class _Haystack:
         self._lines: list[str] | None = None
         self._stripped: list[str] | None = None
         self._line_starts: list[int] | None = None
-        self._views: dict[str, _View] = {}
 
     @property
     def norm(self) -> str:
@@ -202,14 +199,10 @@ class _Haystack:
         return lines
 
     def view(self, name: str) -> _View:
-        view = self._views.get(name)
-        if view is None:
-            if name == "trailing_whitespace":
-                view = _View(self.norm, _TRAILING_WS, lambda match: "")
-            else:
-                view = _View(self.norm, _WS_RUN, _collapse_run)
-            self._views[name] = view
-        return view
+        """The LF view seen by a whitespace strategy (each is asked for once)."""
+        if name == "trailing_whitespace":
+            return _View(self.norm, _TRAILING_WS, lambda match: "")
+        return _View(self.norm, _WS_RUN, _collapse_run)
 
     @property
     def lines(self) -> list[str]:
@@ -468,9 +461,8 @@ def _lead(line: str) -> str:
 
 
 def _common_lead(leads: Sequence[str], stripped: Sequence[str]) -> str:
+    """The indentation every non-blank line starts with (there is at least one)."""
     present = [lead for lead, text in zip(leads, stripped, strict=True) if text]
-    if not present:
-        return ""
     shortest, longest = min(present), max(present)
     size = 0
     while size < len(shortest) and shortest[size] == longest[size]:

@@ -14,7 +14,15 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from editspec.reference import EditResult, EditSpec, Limits, Session, ToolError, Workspace
+from editspec.reference import (
+    EditResult,
+    EditSpec,
+    FileSystem,
+    Limits,
+    Session,
+    ToolError,
+    Workspace,
+)
 from editspec.reference._diff import unified_diff
 
 
@@ -647,3 +655,111 @@ def test_large_file_edit(s1: Session, put: Callable[[str, bytes], Path], newline
     stale_data = path.read_bytes().replace(b"row 000001", b"row 00000X")
     path.write_bytes(stale_data)
     refused("STALE", path, lambda: s1.edit("large.txt", [EditSpec("newer", "newest")]))
+
+
+# -- arguments and races ---------------------------------------------------------------
+
+
+def test_a_bare_edit_spec_or_mapping_is_a_list_of_one(
+    s1: Session, put: Callable[[str, bytes], Path]
+) -> None:
+    path = put("f.txt", b"one two\n")
+    read_in_full(s1, "f.txt")
+    s1.edit("f.txt", EditSpec("one", "1"))  # type: ignore[arg-type]
+    s1.edit("f.txt", {"old_string": "two", "new_string": "2"})  # type: ignore[arg-type]
+    assert path.read_bytes() == b"1 2\n"
+
+
+def test_a_link_retargeted_while_locking_is_resolved_again(
+    ws: Workspace, s1: Session, root: Path, put: Callable[[str, bytes], Path], monkeypatch: Any
+) -> None:
+    first, second = put("a.txt", b"same\n"), put("b.txt", b"same\n")
+    (root / "link.txt").symlink_to("a.txt")
+    read_in_full(s1, "a.txt")
+    read_in_full(s1, "b.txt")
+    resolve = ws.resolve
+    calls = 0
+
+    def retargeting(path: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        resolved = resolve(path)
+        if calls == 1:  # the link moves between the first resolution and the lock
+            (root / "link.txt").unlink()
+            (root / "link.txt").symlink_to("b.txt")
+        return resolved
+
+    monkeypatch.setattr(ws, "resolve", retargeting)
+    s1.edit("link.txt", [EditSpec("same", "changed")])
+    assert first.read_bytes() == b"same\n"
+    assert second.read_bytes() == b"changed\n"
+
+
+def test_a_link_that_keeps_moving_is_stale(
+    ws: Workspace, s1: Session, root: Path, put: Callable[[str, bytes], Path], monkeypatch: Any
+) -> None:
+    first, second = put("a.txt", b"same\n"), put("b.txt", b"same\n")
+    (root / "link.txt").symlink_to("a.txt")
+    resolve = ws.resolve
+
+    def flipping(path: Any) -> Any:
+        resolved = resolve(path)
+        target = "b.txt" if os.readlink(root / "link.txt") == "a.txt" else "a.txt"
+        (root / "link.txt").unlink()
+        (root / "link.txt").symlink_to(target)
+        return resolved
+
+    monkeypatch.setattr(ws, "resolve", flipping)
+    with pytest.raises(ToolError) as info:
+        s1.edit("link.txt", [EditSpec("same", "changed")], expected_sha256=sha(b"same\n"))
+    assert info.value.code == "STALE"
+    assert first.read_bytes() == second.read_bytes() == b"same\n"
+
+
+class _VanishingFs(FileSystem):
+    """A file system on which the edited file disappears, or cannot be read, at one step."""
+
+    def __init__(self, step: str, error: OSError) -> None:
+        super().__init__()
+        self.step, self.error, self.armed = step, error, False
+
+    def lstat(self, path: str) -> os.stat_result:
+        if self.armed and self.step == "lstat" and path.endswith("victim.txt"):
+            raise self.error
+        return super().lstat(path)
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        if self.armed and self.step == "read" and path.endswith("victim.txt"):
+            raise self.error
+        return super().read_bytes(path, offset=offset, limit=limit)
+
+
+@pytest.mark.parametrize(
+    ("step", "error", "code"),
+    [
+        ("lstat", FileNotFoundError(2, "gone"), "NOT_FOUND"),
+        ("read", FileNotFoundError(2, "gone"), "NOT_FOUND"),
+        ("lstat", PermissionError(13, "denied"), "IO_ERROR"),
+        ("read", PermissionError(13, "denied"), "IO_ERROR"),
+    ],
+)
+def test_a_file_that_vanishes_or_fails_under_the_lock(
+    root: Path, state_dir: Path, monkeypatch: Any, step: str, error: OSError, code: str
+) -> None:
+    fs = _VanishingFs(step, error)
+    workspace = Workspace(root, state_dir, fs=fs)
+    session = workspace.session("s")
+    path = root / "victim.txt"
+    path.write_bytes(b"text\n")
+    resolve = workspace.resolve
+    calls = 0
+
+    def arming(requested: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        resolved = resolve(requested)
+        fs.armed = calls == 2  # after the resolution under the lock, before the read
+        return resolved
+
+    monkeypatch.setattr(workspace, "resolve", arming)
+    refused(code, path, lambda: session.edit("victim.txt", [EditSpec("text", "new")]))

@@ -464,3 +464,103 @@ def test_replace_all_in_a_mixed_file_keeps_each_places_line_breaks() -> None:
     text, replacement = one("a\r\nX\r\nb\nX\nc", "X", "Y\nZ", replace_all=True)
     assert text == "a\r\nY\r\nZ\r\nb\nY\nZ\nc"
     assert replacement.count == 2
+
+
+# -- corners of the strategies ---------------------------------------------------------
+
+
+def test_whitespace_runs_match_starting_on_a_collapsed_run() -> None:
+    text, replacement = one("a   b  c\n", " b c", " B C")
+    assert replacement.matched_by == "whitespace_runs"
+    assert text == "a B C\n"
+
+
+def test_blank_needles_find_nothing_beyond_exact() -> None:
+    for needle in ("  \t", "\n\n", " \n \n"):
+        err = error_of("alpha\nbeta\n", EditSpec(needle, "x"))
+        assert err.code == "NO_MATCH"
+        assert "closest_lines" not in err.details
+
+
+def test_indentation_window_must_fit_in_the_file() -> None:
+    # The needle's first line is the file's last: its second line has nowhere to go.
+    err = error_of("start\n  tail\n", EditSpec("tail\nmore", "x"))
+    assert err.code == "NO_MATCH"
+    err = error_of("start\n  tail", EditSpec("tail\nmore", "x"))
+    assert err.code == "NO_MATCH"
+    # A needle that ends in a line break does not match a last line without one.
+    err = error_of("start\n  tail", EditSpec("tail\n", "x"))
+    assert err.code == "NO_MATCH"
+    # Nor the empty "line" after a final newline.
+    err = error_of("start\n  tail\n", EditSpec("tail\n\n", "x"))
+    assert err.code == "NO_MATCH"
+
+
+def test_indentation_replace_all_takes_non_overlapping_windows() -> None:
+    source = "    x\n    x\n    x\n"
+    text, replacement = one(source, "x\nx\n", "y\n", replace_all=True)
+    assert replacement == Replacement(count=1, matched_by="indentation", line=1)
+    assert text == "    y\n    x\n"
+
+
+def test_reindent_shifts_lines_less_indented_than_the_needle() -> None:
+    # File base 8, needle base 4: +4 for every line, also one indented only 2.
+    source = "class A:\n    def f():\n        a()\n        b()\n"
+    text, replacement = one(source, "    a()\n    b()\n", "    a()\n  c()\n    b()\n")
+    assert replacement.matched_by == "indentation"
+    assert text == "class A:\n    def f():\n        a()\n      c()\n        b()\n"
+
+
+def test_reindent_leaves_lines_of_another_indent_character() -> None:
+    # The file indents with a tab, the needle with two spaces: a line of the new text
+    # indented with one space has no defined place and stays as written.
+    source = "f:\n\tone()\n\ttwo()\n"
+    text, replacement = one(source, "  one()\n  two()\n", "  one()\n zero()\n  two()\n")
+    assert replacement.matched_by == "indentation"
+    assert text == "f:\n\tone()\n zero()\n\ttwo()\n"
+
+
+def test_block_anchors_with_an_identical_middle_and_other_relative_indent() -> None:
+    source = "def f():\n    x = 1\n      y = 2\n    return x\n"
+    old = "def f():\n    x = 1\n    y = 2\n    return x"
+    text, replacement = one(source, old, "def f():\n    return 0")
+    assert replacement.matched_by == "block_anchors"
+    assert text == "def f():\n    return 0\n"
+
+
+def test_block_anchors_refuse_a_middle_of_equal_length_but_other_text() -> None:
+    source = "def f():\n    aaaaaaaa\n    return x\n"
+    err = error_of(source, EditSpec("def f():\n    bbbbbbbb\n    return x", "x"))
+    assert err.code == "NO_MATCH"
+
+
+def test_smart_quotes_needle_curly_file_straight_single() -> None:
+    text, replacement = one("it's here\n", "it\u2019s here", "it\u2019s \u2018there\u2019")
+    assert replacement.matched_by == "smart_quotes"
+    assert text == "it's 'there'\n"
+
+
+def test_after_hint_before_every_match_singles_out_none() -> None:
+    err = error_of("marker\nv\nv\n", EditSpec("v", "w", after="marker"))
+    assert err.code == "AMBIGUOUS"
+    assert "none of them" in err.message
+
+
+def test_replace_all_must_be_a_boolean() -> None:
+    spec = EditSpec("a", "b", replace_all="yes")  # type: ignore[arg-type]
+    assert error_of("a", spec).code == "INVALID_ARGUMENT"
+
+
+def test_no_match_in_a_large_text_skips_the_costly_hints() -> None:
+    source = "value = 1\n" * 300_000
+    err = error_of(source, EditSpec("value = 2\n", "x"))
+    assert err.code == "NO_MATCH"
+    assert "whitespace_differs_at_line" not in err.details
+    assert "closest_lines" not in err.details
+
+
+def test_mixed_file_last_line_takes_the_break_before_it() -> None:
+    text, _ = one("a\nb\r\nX", "X", "Y\nZ")
+    assert text == "a\nb\r\nY\r\nZ"
+    text, _ = one("a\r\nb\nX", "X", "Y\nZ")
+    assert text == "a\r\nb\nY\nZ"
