@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -405,9 +406,11 @@ def _trees(draw: st.DrawFn) -> list[tuple[str, tuple[str, ...], str]]:
         target = ""
         if kind == "link":
             base = draw(st.sampled_from(["relative", "root", "outside", "sibling"]))
-            parts = draw(
-                st.lists(_component if base == "relative" else st.sampled_from(_NAMES), max_size=4)
-            )
+            names = {
+                "relative": _component,
+                "outside": st.sampled_from((*_NAMES, "back", "loop")),  # back: into the root
+            }.get(base, st.sampled_from(_NAMES))
+            parts = draw(st.lists(names, max_size=4))
             prefix = {
                 "relative": "",
                 "root": "<root>/",
@@ -426,6 +429,8 @@ def _build(base: Path, entries: list[tuple[str, tuple[str, ...], str]]) -> Path:
     for directory in (root, outside / "a", outside / "b", sibling / "a"):
         directory.mkdir(parents=True)
     (outside / "c").write_bytes(b"outside file")
+    (outside / "back").symlink_to(root, target_is_directory=True)
+    (outside / "loop").symlink_to(outside / "loop")
     for kind, parts, target in entries:
         path = root.joinpath(*parts)
         try:
@@ -557,3 +562,58 @@ def test_nothing_follows_a_file_in_a_link_target(workspace: Workspace, root: Pat
     (root / "a" / "slash_file").symlink_to("b/")
     for name in ("through_file", "dot_file", "slash_file"):
         assert _code(workspace, f"a/{name}") == "NOT_FOUND"
+
+
+def _snapshot(directory: Path) -> dict[str, bytes | str]:
+    """Every entry below ``directory`` without following links: bytes, "<dir>" or "-> x"."""
+    tree: dict[str, bytes | str] = {}
+    for dirpath, dirnames, filenames in os.walk(directory):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            key = os.path.relpath(path, directory)
+            if os.path.islink(path):
+                tree[key] = "-> " + os.readlink(path)
+            elif os.path.isdir(path):
+                tree[key] = "<dir>"
+            else:
+                with open(path, "rb") as handle:
+                    tree[key] = handle.read()
+    return tree
+
+
+@given(
+    entries=_trees(),
+    writes=st.lists(st.lists(_component, min_size=1, max_size=4), min_size=1, max_size=8),
+)
+def test_writes_through_random_trees_change_nothing_outside_the_root(
+    tmp_path: Path,
+    entries: list[tuple[str, tuple[str, ...], str]],
+    writes: list[list[str]],
+) -> None:
+    base = Path(tempfile.mkdtemp(dir=tmp_path))
+    try:
+        root = _build(base, entries)
+        outside = {name: _snapshot(base / name) for name in ("outside", "ws_sibling")}
+        session = Workspace(root, base / "state").session("s")
+        for number, parts in enumerate(writes):
+            query = "/".join(parts)
+            content = f"write {number}".encode()
+            with contextlib.suppress(ToolError):
+                session.read(query)
+            try:
+                session.write(query, content)
+            except ToolError as exc:
+                assert exc.code in (
+                    "OUTSIDE_WORKSPACE",
+                    "IS_A_DIRECTORY",
+                    "NOT_FOUND",
+                    "INVALID_ARGUMENT",
+                ), (query, exc)
+                continue
+            real = os.path.realpath(os.path.join(root, os.path.normpath(query)))
+            assert is_within(real, str(root)), (query, real)
+            with open(real, "rb") as handle:
+                assert handle.read() == content, query
+        assert {name: _snapshot(base / name) for name in outside} == outside
+    finally:
+        shutil.rmtree(base)
