@@ -216,3 +216,24 @@ def test_temp_names_stay_short_for_long_file_names(tmp_path: Path) -> None:
 
 def test_temp_names_are_fresh() -> None:
     assert len({temp_path_for("/d/f.txt") for _ in range(100)}) == 100
+
+
+def test_a_colliding_temp_name_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import editspec.reference._atomic as atomic
+
+    names = iter(["0" * 16, "0" * 16, "1" * 16])
+    monkeypatch.setattr(atomic.secrets, "token_hex", lambda _size: next(names))
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    (tmp_path / f".f.txt.editspec-{'0' * 16}.tmp").write_bytes(b"someone else's")
+    atomic_replace(FileSystem(), str(target), b"new")
+    assert target.read_bytes() == b"new"
+    assert (tmp_path / f".f.txt.editspec-{'0' * 16}.tmp").read_bytes() == b"someone else's"
+    assert _names(tmp_path) == sorted([f".f.txt.editspec-{'0' * 16}.tmp", "f.txt"])
+
+
+def test_a_vanished_directory_is_an_io_error_with_its_errno(tmp_path: Path) -> None:
+    with pytest.raises(ToolError) as info:
+        atomic_replace(FileSystem(), str(tmp_path / "gone" / "f.txt"), b"x")
+    assert (info.value.code, info.value.details["errno"]) == ("IO_ERROR", errno.ENOENT)
+    assert _names(tmp_path) == []

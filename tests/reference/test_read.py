@@ -381,3 +381,35 @@ def test_read_through_an_alias_reports_the_logical_path_and_keys_the_target(
     assert session.read("alias.txt").path == "alias.txt"
     assert workspace.access.get("s1", str(root / "target.txt")) is not None
     assert workspace.access.get("s1", str(root / "alias.txt")) is None
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_byte_ranges_start_on_whole_characters(
+    session: Session, root: Path, encoding: str
+) -> None:
+    bom = codecs.BOM_UTF16_LE if encoding == "utf-16-le" else codecs.BOM_UTF16_BE
+    data = bom + "ab😀cd".encode(encoding)  # a=2 b=4 😀=6..9 c=10 d=12
+    (root / "u.txt").write_bytes(data)
+    assert session.read("u.txt", start_byte=3).content == "b😀cd"  # odd: next unit
+    assert session.read("u.txt", start_byte=8).content == "cd"  # inside the pair
+    assert session.read("u.txt", start_byte=0).start_byte == 2  # the BOM is not content
+    result = session.read("u.txt", start_byte=6, max_bytes=5)
+    assert (result.content, result.end_byte, result.truncated) == ("😀", 10, True)
+
+
+def test_binary_start_byte_past_the_end_is_invalid(session: Session, root: Path) -> None:
+    (root / "b.bin").write_bytes(b"\x00\x01")
+    assert _error(session, "b.bin", start_byte=3).code == "INVALID_ARGUMENT"
+    assert session.read("b.bin", start_byte=2).preview_hex == ""
+
+
+def test_line_ranges_on_a_binary_file_warn_and_preview(session: Session, root: Path) -> None:
+    (root / "b.bin").write_bytes(b"\x00\x01\x02")
+    result = session.read("b.bin", start_line=2, end_line=3)
+    assert (result.preview_hex, result.encoding) == ("000102", "binary")
+    assert result.warnings
+
+
+def test_non_string_encoding_is_invalid(session: Session, root: Path) -> None:
+    (root / "t.txt").write_bytes(b"t")
+    assert _error(session, "t.txt", encoding=None).code == "INVALID_ARGUMENT"

@@ -596,3 +596,70 @@ def test_a_file_deleted_under_the_write_is_stale(root: Path, state_dir: Path) ->
     session.read("f.txt")
     assert _error(session, "f.txt", "y").code == "STALE"
     assert _tree(root) == {}
+
+
+class _FlipLinkOnLock(FileSystem):
+    """Points ``alias`` at another file every time a key lock is taken (a racing agent)."""
+
+    def __init__(self, alias: Path, targets: list[str], flips: int) -> None:
+        super().__init__()
+        self.alias, self.targets, self.flips = alias, targets, flips
+
+    def lock_file(self, path: str, *, shared: bool = False) -> int:
+        if self.flips and os.path.basename(os.path.dirname(os.path.dirname(path))) == "locks":
+            self.flips -= 1
+            current = os.readlink(self.alias)
+            os.unlink(self.alias)
+            os.symlink(self.targets[1 - self.targets.index(current)], self.alias)
+        return super().lock_file(path, shared=shared)
+
+
+@pytest.mark.parametrize(("flips", "written"), [(1, "b.txt"), (10, None)])
+def test_a_link_changing_while_the_lock_is_taken_is_resolved_again(
+    root: Path, state_dir: Path, flips: int, written: str | None
+) -> None:
+    (root / "alias").symlink_to("a.txt")
+    fs = _FlipLinkOnLock(root / "alias", ["a.txt", "b.txt"], flips)
+    session = Workspace(root, state_dir, fs=fs).session("s")
+    if written is None:
+        assert _error(session, "alias", "data").code == "STALE"
+        assert not (root / "a.txt").exists() and not (root / "b.txt").exists()
+    else:
+        session.write("alias", "data")
+        assert (root / written).read_bytes() == b"data"
+        assert not (root / "a.txt").exists()
+
+
+def test_a_failed_snapshot_confirmation_is_a_warning(
+    session: Session, workspace: Workspace, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(transaction_id: str) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(workspace.snapshots, "confirm_transaction", broken)
+    result = session.write("f.txt", "x", message_id="m1")
+    assert result.snapshot_created is False
+    assert any("snapshot" in warning for warning in result.warnings)
+    assert (root / "f.txt").read_bytes() == b"x"
+    assert workspace.snapshots.history("s1").live == ()
+
+
+class _DeleteBeforeRename(FileSystem):
+    """Deletes the target after the temp file is durable, before the rename."""
+
+    def __init__(self, target: Path) -> None:
+        super().__init__()
+        self.target = target
+
+    def fsync(self, fd: int) -> None:
+        super().fsync(fd)
+        if self.target.exists():
+            self.target.unlink()
+
+
+def test_a_target_deleted_before_the_rename_is_stale(root: Path, state_dir: Path) -> None:
+    (root / "f.txt").write_bytes(b"v1")
+    session = Workspace(root, state_dir, fs=_DeleteBeforeRename(root / "f.txt")).session("s")
+    session.read("f.txt")
+    assert _error(session, "f.txt", "mine").code == "STALE"
+    assert _tree(root) == {}
