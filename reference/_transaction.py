@@ -226,7 +226,12 @@ def _run(
         _journal.write(workspace.fs, workspace.journal_dir, committed)
     except Exception as exc:
         error = exc if isinstance(exc, ToolError) else _as_tool_error(exc)
-        _abort(workspace, plan.record, owned, error)
+        try:
+            _abort(workspace, plan.record, owned, error)
+        except BaseException as abort_error:
+            if not isinstance(abort_error, ToolError):  # _abort marks the workspace itself
+                workspace.mark_needs_recovery(f"the rollback of {txn_id} was interrupted")
+            raise
         if error is exc:
             raise
         raise error from exc
@@ -347,7 +352,9 @@ def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]
                 )
             dirs_to_create.extend(dirs)
             # A moved file keeps its mode; an added one gets the umask's default.
-            new_mode = change.mode if change.mode is not None else (steps[0].mode if steps else None)
+            new_mode = change.mode
+            if new_mode is None and steps:
+                new_mode = steps[0].mode
             steps.append(
                 _step(
                     root,
