@@ -19,8 +19,10 @@ sequence numbers a rewind undid.
 Rules:
 
 * Every file is published with the same sequence of port calls: exclusive temp file,
-  write, fsync, close, rename to its final name, fsync of the directory. A reader
-  never sees a torn blob or record; a crash leaves at most an ignored ``.tmp-*`` file.
+  write, fsync, close, rename to its final name, fsync of the directory (the blobs of
+  one record in batches: all written, then all fsynced, then all renamed, then one
+  fsync of their directory). A reader never sees a torn blob or record; a crash
+  leaves at most an ignored ``.tmp-*`` file.
 * Append, not rewrite: a change is one new file, so a crash can never damage the
   history already written, and the cost of a record does not grow with the history.
 * Blobs are durable (file fsync and directory fsync) before the record that names
@@ -85,6 +87,7 @@ _PENDING_DIR = "_pending"
 _BLOB_DIR = "blobs"
 _LOCK_NAME = ".lock"
 _TEMP_PREFIX = ".tmp-"
+_WRITE_BATCH = 64  # files written before their fsyncs; bounds the open descriptors
 
 
 @attrs.frozen(kw_only=True)
@@ -281,41 +284,66 @@ class SnapshotStore:
     def _write_blobs(self, blob_dir: str, blobs: Mapping[str, bytes]) -> None:
         self._ensure_dir(blob_dir)
         fs = self._fs
-        wrote = False
-        for sha, data in blobs.items():
-            final = os.path.join(blob_dir, sha)
-            if fs.lexists(final):
-                continue  # content-addressed: an existing blob is this content, whole
-            self._write_file(blob_dir, final, data)
-            wrote = True
-        if wrote:
+        # Content-addressed: an existing blob is this content, whole.
+        missing = [
+            (os.path.join(blob_dir, sha), data)
+            for sha, data in blobs.items()
+            if not fs.lexists(os.path.join(blob_dir, sha))
+        ]
+        if missing:
+            self._write_files(blob_dir, missing)
             fs.fsync_dir(blob_dir)
 
     def _publish(self, directory: str, name: str, data: bytes) -> None:
-        self._write_file(directory, os.path.join(directory, name), data)
+        self._write_files(directory, [(os.path.join(directory, name), data)])
         self._fs.fsync_dir(directory)
 
-    def _write_file(self, directory: str, final: str, data: bytes) -> None:
-        """Temp, write, fsync, close, rename: the final name only ever holds whole content."""
+    def _write_files(self, directory: str, files: Sequence[tuple[str, bytes]]) -> None:
+        """Temp, write, fsync, close, rename: a final name only ever holds whole content.
+
+        Files go in batches: every temp of a batch is written before the first is
+        fsynced, so the file system can flush them together (on ext4 the first fsync
+        commits the others' data too). No fsync is skipped.
+        """
+        for start in range(0, len(files), _WRITE_BATCH):
+            self._write_batch(directory, files[start : start + _WRITE_BATCH])
+
+    def _write_batch(self, directory: str, files: Sequence[tuple[str, bytes]]) -> None:
         fs = self._fs
+        temps: list[str] = []
+        open_fds: list[int] = []
+        try:
+            for _final, data in files:
+                temp, fd = self._create_temp(directory)
+                temps.append(temp)
+                open_fds.append(fd)
+                fs.write(fd, data)
+            for fd in open_fds:
+                fs.fsync(fd)
+            while open_fds:
+                fs.close(open_fds[0])
+                open_fds.pop(0)
+            for (final, _data), temp in zip(files, list(temps), strict=True):
+                fs.rename(temp, final)
+                temps.remove(temp)
+        except Exception:
+            # A live process leaves no temp file; a crash (not an Exception) leaves them
+            # to be ignored, as their names are never read.
+            for fd in open_fds:
+                with contextlib.suppress(OSError):
+                    fs.close(fd)
+            for temp in temps:
+                with contextlib.suppress(OSError):
+                    fs.unlink(temp)
+            raise
+
+    def _create_temp(self, directory: str) -> tuple[str, int]:
         while True:
             temp = os.path.join(directory, f"{_TEMP_PREFIX}{secrets.token_hex(8)}")
             try:
-                fd = fs.create_exclusive(temp, 0o600)
+                return temp, self._fs.create_exclusive(temp, 0o600)
             except FileExistsError:
                 continue
-            break
-        try:
-            try:
-                fs.write(fd, data)
-                fs.fsync(fd)
-            finally:
-                fs.close(fd)
-            fs.rename(temp, final)
-        except Exception:
-            with contextlib.suppress(OSError):
-                fs.unlink(temp)
-            raise
 
     def _ensure_dir(self, directory: str) -> None:
         """Create ``directory`` and missing parents, each made durable in its parent."""

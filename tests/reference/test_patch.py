@@ -551,6 +551,9 @@ def test_a_snapshot_failure_aborts_the_patch(root: Path, state_dir: Path, error:
         assert tree(root) == before
         assert leftovers(ws) == []
         assert history_messages(ws) == []
+        assert ws.snapshots.pending_transactions() == frozenset()
+        temps = [p.name for p in (state_dir / f"fail{n}").rglob(".tmp-*")]
+        assert temps == [], f"failure at operation {n} left {temps}"
 
 
 def test_a_failed_confirm_is_finished_by_recovery(root: Path, state_dir: Path) -> None:
