@@ -2,7 +2,11 @@
 
 ``FaultyFileSystem`` wraps ``editspec.reference.FileSystem`` to count, log, crash
 (``CrashAt``) and fail (``FailAt``) its operations deterministically; pass it to
-``Workspace(root, state_dir, fs=...)``.
+``Workspace(root, state_dir, fs=...)``. ``powerloss`` derives the states a power cut
+can leave from a recorded trace; ``harness`` runs scenarios with faults and checks
+recovery; ``machines`` holds the Hypothesis state machines; ``explore`` and ``replay``
+are the ``editspec explore`` and ``editspec replay`` commands (``main_explore``,
+``main_replay``).
 """
 
 from editspec.fault_injection.faultfs import (
@@ -15,6 +19,22 @@ from editspec.fault_injection.faultfs import (
     SimulatedCrash,
     count_operations,
 )
+from editspec.fault_injection.scenario import Scenario
+
+
+def main_explore(argv: list[str] | None = None) -> int:
+    """``editspec explore``: see ``editspec.fault_injection.explore``."""
+    from editspec.fault_injection.explore import main_explore as run
+
+    return run(argv)
+
+
+def main_replay(argv: list[str] | None = None) -> int:
+    """``editspec replay SCENARIO.json``: see ``editspec.fault_injection.replay``."""
+    from editspec.fault_injection.replay import main_replay as run
+
+    return run(argv)
+
 
 __all__ = [
     "CrashAt",
@@ -23,6 +43,9 @@ __all__ = [
     "FaultyFileSystem",
     "OpEvent",
     "OpRecord",
+    "Scenario",
     "SimulatedCrash",
     "count_operations",
+    "main_explore",
+    "main_replay",
 ]

@@ -16,6 +16,7 @@ from editspec.fault_injection.powerloss import (
     check_power_loss,
     materialize,
     power_loss_states,
+    rebuild_state,
     simulate,
     states_at,
 )
@@ -270,3 +271,24 @@ def test_the_checker_reports_lost_data_after_a_missing_fsync(base: Path) -> None
     assert any(
         "target.txt: expected file" in line and "found file 0 bytes" in line for line in problems
     )
+
+
+def test_a_state_can_be_rebuilt_from_its_description(base: Path) -> None:
+    def run(fs: FileSystem, root: Path) -> None:
+        replace(fs, root, fsync_file=False, fsync_dir=False, data=b"z" * 9000)
+        fs.mkdir(str(root / "d"))
+
+    recorder = record(base, run)
+    states, _ = power_loss_states(recorder.image, recorder.ops, "strict")
+    assert len(states) > 5
+    for state in states:
+        rebuilt = rebuild_state(
+            recorder.image,
+            recorder.ops,
+            state.point,
+            state.lost,
+            {key: kept for key, _path, kept, _written in state.cut},
+        )
+        assert rebuilt.key() == state.key()
+    with pytest.raises(ValueError):
+        rebuild_state(recorder.image, recorder.ops, 1, (), {"op:99": 0})

@@ -1,0 +1,533 @@
+"""The durability model behind ``powerloss``: images, traces, and the states a cut leaves.
+
+See ``editspec.fault_injection.powerloss`` for the theory of operation. This module
+is pure computation over a captured ``Image`` and a recorded trace, apart from
+``capture_image`` (which reads the disk) and ``TraceRecorder`` (which observes a
+``FaultyFileSystem``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Literal
+
+import attrs
+
+from editspec.fault_injection import trees
+from editspec.fault_injection.faultfs import FaultyFileSystem, OpEvent
+
+BLOCK = 4096
+Model = Literal["ordered", "strict"]
+
+
+@attrs.frozen
+class FileNode:
+    inode: int
+
+
+@attrs.frozen
+class DirNode:
+    mode: int
+
+
+@attrs.frozen
+class LinkNode:
+    target: str
+
+
+Node = FileNode | DirNode | LinkNode
+
+
+@attrs.frozen
+class Image:
+    """A disk image with inode identity: absolute path -> node; inode -> data and mode."""
+
+    roots: tuple[str, ...]
+    entries: Mapping[str, Node]
+    data: Mapping[int, bytes]
+    modes: Mapping[int, int]
+    umask: int = 0o022
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def capture_image(roots: Sequence[str]) -> Image:
+    """Read the trees under ``roots`` from disk (symlinks not followed)."""
+    entries: dict[str, Node] = {}
+    data: dict[int, bytes] = {}
+    modes: dict[int, int] = {}
+    identities: dict[tuple[int, int], int] = {}
+    for root in roots:
+        info = os.lstat(root)
+        entries[root] = DirNode(stat.S_IMODE(info.st_mode))
+        for directory, dirnames, filenames in os.walk(root, followlinks=False):
+            for name in sorted(dirnames + filenames):
+                full = os.path.join(directory, name)
+                info = os.lstat(full)
+                if stat.S_ISLNK(info.st_mode):
+                    entries[full] = LinkNode(os.readlink(full))
+                elif stat.S_ISDIR(info.st_mode):
+                    entries[full] = DirNode(stat.S_IMODE(info.st_mode))
+                elif stat.S_ISREG(info.st_mode):
+                    identity = (info.st_dev, info.st_ino)
+                    inode = identities.get(identity)
+                    if inode is None:
+                        inode = identities[identity] = len(identities) + 1
+                        with open(full, "rb") as handle:
+                            data[inode] = handle.read()
+                        modes[inode] = stat.S_IMODE(info.st_mode)
+                    entries[full] = FileNode(inode)
+    return Image(tuple(roots), entries, data, modes, _umask())
+
+
+@attrs.frozen
+class TraceOp:
+    """One successful port operation, with what the model needs to replay it."""
+
+    position: int
+    name: str
+    paths: tuple[str, ...]
+    fd: int | None = None
+    data: bytes = b""
+    mode: int | None = None
+    index: int = 0  # the FaultyFileSystem counter value (0 if not counted)
+
+    def describe(self) -> str:
+        where = " -> ".join(self.paths)
+        extra = f" {len(self.data)} bytes" if self.name == "write" else ""
+        return f"{self.name} {where}{extra}"
+
+
+_TRACED = frozenset(
+    {
+        "create_exclusive",
+        "write",
+        "fsync",
+        "fchmod",
+        "close",
+        "fsync_dir",
+        "rename",
+        "link",
+        "unlink",
+        "mkdir",
+        "rmdir",
+        "lock_file",
+        "unlock",
+    }
+)
+
+
+class TraceRecorder:
+    """Record the successful operations of a ``FaultyFileSystem`` over an initial image."""
+
+    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        self.roots = tuple(os.path.realpath(os.fspath(root)) for root in roots)
+        self.initial: Image | None = None
+        self.ops: list[TraceOp] = []
+        self._fs: FaultyFileSystem | None = None
+
+    def start(self, fs: FaultyFileSystem) -> None:
+        """Capture the image now and record every later successful operation of ``fs``."""
+        self.initial = capture_image(self.roots)
+        self.ops = []
+        if self._fs is not fs:
+            fs.observers.append(self)
+            self._fs = fs
+
+    def stop(self) -> None:
+        if self._fs is not None:
+            self._fs.observers.remove(self)
+            self._fs = None
+
+    @property
+    def image(self) -> Image:
+        if self.initial is None:
+            raise RuntimeError("TraceRecorder.start() was not called")
+        return self.initial
+
+    def __call__(self, event: OpEvent) -> None:
+        record = event.record
+        if record.outcome != "ok" or record.name not in _TRACED:
+            return
+        name, args = record.name, event.args
+        op = TraceOp(position=len(self.ops), name=name, paths=record.paths, index=record.index)
+        if name in ("create_exclusive", "lock_file"):
+            op = attrs.evolve(
+                op, fd=event.result, mode=args[1] if name == "create_exclusive" else 0o600
+            )
+        elif name == "write":
+            op = attrs.evolve(op, fd=args[0], data=bytes(args[1]))
+        elif name in ("fsync", "close", "unlock"):
+            op = attrs.evolve(op, fd=args[0])
+        elif name == "fchmod":
+            op = attrs.evolve(op, fd=args[0], mode=args[1])
+        elif name == "mkdir":
+            op = attrs.evolve(op, mode=args[1])
+        self.ops.append(op)
+
+
+# -- the durability simulation ------------------------------------------------------
+
+
+@attrs.define
+class EntryOp:
+    """A directory entry operation and the directories whose fsync made it durable."""
+
+    position: int
+    kind: str  # "add" | "remove" | "rename"
+    path: str
+    node: Node | None
+    src: str | None
+    dirs: frozenset[str]
+    synced: set[str] = attrs.field(factory=set)
+
+    @property
+    def durable(self) -> bool:
+        return self.dirs <= self.synced
+
+
+def _initial_key(roots: Sequence[str], path: str) -> str:
+    for number, root in enumerate(roots):
+        if path.startswith(root + os.sep):
+            return f"initial:{number}:{os.path.relpath(path, root)}"
+    return f"initial:{path}"
+
+
+def _parent(path: str) -> str:
+    return os.path.dirname(path)
+
+
+def _subtree(entries: Mapping[str, Node], path: str) -> list[str]:
+    prefix = path + os.sep
+    return [key for key in entries if key == path or key.startswith(prefix)]
+
+
+def _apply(entries: dict[str, Node], op: EntryOp, *, durable_replay: bool) -> None:
+    """Apply an entry operation. In a durable replay, impossible operations are skipped."""
+    if durable_replay and not isinstance(entries.get(_parent(op.path)), DirNode):
+        return  # its directory did not survive
+    if op.kind == "add":
+        if op.path not in entries:
+            assert op.node is not None
+            entries[op.path] = op.node
+    elif op.kind == "remove":
+        for key in _subtree(entries, op.path):
+            del entries[key]
+    else:
+        assert op.src is not None and op.node is not None
+        moved = {key: entries.pop(key) for key in _subtree(entries, op.src)}
+        for key in _subtree(entries, op.path):
+            del entries[key]
+        entries[op.path] = op.node
+        for key, node in moved.items():
+            if key != op.src:
+                entries[op.path + key[len(op.src) :]] = node
+
+
+class Simulation:
+    """The volatile and durable state after a trace prefix."""
+
+    def __init__(self, image: Image) -> None:
+        self.image = image
+        self.entries: dict[str, Node] = dict(image.entries)
+        self.data: dict[int, bytearray] = {i: bytearray(d) for i, d in image.data.items()}
+        self.synced: dict[int, bytes] = dict(image.data)
+        self.modes: dict[int, int] = dict(image.modes)
+        # Files are named for reports by a path (``origin``) and, stably across re-runs
+        # whose temp names differ, by a key: "op:<position>" of the operation that
+        # created them, or "initial:<root index>:<path relative to that root>".
+        self.origin: dict[int, str] = {}
+        self.origin_key: dict[int, str] = {}
+        for path, node in image.entries.items():
+            if isinstance(node, FileNode) and node.inode not in self.origin:
+                self.origin[node.inode] = path
+                self.origin_key[node.inode] = _initial_key(image.roots, path)
+        self.fds: dict[int, list[int]] = {}  # fd -> [inode, offset]
+        self.entry_ops: list[EntryOp] = []
+        self._next_inode = max(image.data, default=0) + 1
+
+    def _inside(self, path: str) -> bool:
+        return any(path == root or path.startswith(root + os.sep) for root in self.image.roots)
+
+    def _new_inode(self, path: str, mode: int, position: int) -> int:
+        inode = self._next_inode
+        self._next_inode += 1
+        self.data[inode] = bytearray()
+        self.synced[inode] = b""
+        self.modes[inode] = mode & ~self.image.umask
+        self.origin[inode] = path
+        self.origin_key[inode] = f"op:{position}"
+        return inode
+
+    def _entry_op(
+        self,
+        op: TraceOp,
+        kind: str,
+        path: str,
+        node: Node | None,
+        src: str | None = None,
+        *,
+        durable: bool = False,
+    ) -> None:
+        dirs = {_parent(path)} | ({_parent(src)} if src is not None else set())
+        entry_op = EntryOp(op.position, kind, path, node, src, frozenset(dirs))
+        if durable:
+            entry_op.synced.update(dirs)
+        _apply(self.entries, entry_op, durable_replay=False)
+        self.entry_ops.append(entry_op)
+
+    def step(self, op: TraceOp) -> None:
+        name = op.name
+        if op.fd is not None and name not in ("create_exclusive", "lock_file"):
+            handle = self.fds.get(op.fd)
+            if handle is None:
+                return  # a descriptor outside the roots
+            inode = handle[0]
+            if name == "write":
+                buffer = self.data[inode]
+                offset = handle[1]
+                buffer[offset : offset + len(op.data)] = op.data
+                handle[1] = offset + len(op.data)
+            elif name == "fsync":
+                self.synced[inode] = bytes(self.data[inode])
+            elif name == "fchmod":
+                assert op.mode is not None
+                self.modes[inode] = op.mode
+            else:  # close, unlock
+                del self.fds[op.fd]
+            return
+        path = op.paths[-1]
+        if not self._inside(path):
+            return
+        if name in ("create_exclusive", "lock_file"):
+            existing = self.entries.get(path)
+            if isinstance(existing, FileNode):  # lock_file opens an existing file
+                inode = existing.inode
+            else:
+                inode = self._new_inode(
+                    path, op.mode if op.mode is not None else 0o600, op.position
+                )
+                # An empty lock file carries no data: whether its name survives a cut
+                # changes nothing, so it is not a choice worth enumerating.
+                self._entry_op(op, "add", path, FileNode(inode), durable=name == "lock_file")
+            assert op.fd is not None
+            self.fds[op.fd] = [inode, 0]
+        elif name == "fsync_dir":
+            for entry_op in self.entry_ops:
+                if path in entry_op.dirs:
+                    entry_op.synced.add(path)
+        elif name == "mkdir":
+            mode = (op.mode if op.mode is not None else 0o777) & ~self.image.umask
+            self._entry_op(op, "add", path, DirNode(mode))
+        elif name in ("unlink", "rmdir"):
+            self._entry_op(op, "remove", path, None)
+        elif name == "link":
+            self._entry_op(op, "add", path, self.entries[op.paths[0]])
+        elif name == "rename":
+            src, node = op.paths[0], self.entries[op.paths[0]]
+            if isinstance(node, FileNode) and self.entries.get(path) == node:
+                return  # rename between two links of one file does nothing (POSIX)
+            self._entry_op(op, "rename", path, node, src)
+
+    def unsynced_data(self, inode: int) -> bool:
+        return bytes(self.data[inode]) != self.synced[inode]
+
+    def volatile_state(self, point: int) -> PowerState:
+        """What the disk holds now, before any power cut (for checking the model)."""
+        inodes = {n.inode for n in self.entries.values() if isinstance(n, FileNode)}
+        return PowerState(
+            point,
+            (),
+            (),
+            dict(self.entries),
+            {i: bytes(self.data[i]) for i in inodes},
+            {i: self.modes[i] for i in inodes},
+        )
+
+
+def simulate(image: Image, trace: Sequence[TraceOp]) -> Simulation:
+    sim = Simulation(image)
+    for op in trace:
+        sim.step(op)
+    return sim
+
+
+@attrs.frozen
+class PowerState:
+    """One disk state a power cut can leave."""
+
+    point: int  # the cut comes after this many trace operations
+    lost: tuple[int, ...]  # trace positions of entry operations that did not survive
+    # Files that lost data: (origin key, a path it had, bytes kept, bytes written).
+    cut: tuple[tuple[str, str, int, int], ...]
+    entries: Mapping[str, Node]
+    contents: Mapping[int, bytes]
+    modes: Mapping[int, int]
+
+    def key(self) -> tuple[object, ...]:
+        first: dict[int, str] = {}
+        items: list[object] = []
+        for path in sorted(self.entries):
+            node = self.entries[path]
+            if isinstance(node, FileNode):
+                group = first.setdefault(node.inode, path)
+                items.append((path, group, self.contents[node.inode], self.modes[node.inode]))
+            else:
+                items.append((path, node))
+        return tuple(items)
+
+    def tree(self, root: str) -> trees.Tree:
+        """The part of this state under ``root``, as a ``trees.Tree``."""
+        out: trees.Tree = {}
+        for path, node in self.entries.items():
+            if not path.startswith(root + os.sep):
+                continue
+            relative = os.path.relpath(path, root).replace(os.sep, "/")
+            if isinstance(node, DirNode):
+                out[relative] = trees.Entry.dir()
+            elif isinstance(node, LinkNode):
+                out[relative] = trees.Entry.symlink(node.target)
+            else:
+                out[relative] = trees.Entry.file(self.contents[node.inode], self.modes[node.inode])
+        return dict(sorted(out.items()))
+
+    def describe(self) -> str:
+        parts = [f"power cut after {self.point} operations"]
+        if self.lost:
+            parts.append("lost entry operations at " + ", ".join(map(str, self.lost)))
+        for _key, path, kept, written in self.cut:
+            parts.append(f"{path}: {kept} of {written} bytes survive")
+        return "; ".join(parts)
+
+
+def _lengths(synced: bytes, current: bytes) -> list[int]:
+    """Lengths a file's data can have after a cut: the synced prefix, 4 KiB steps, all."""
+    if not current.startswith(synced):
+        return [len(current)]  # overwritten in place; modelled as content replaced whole
+    steps = range((len(synced) // BLOCK + 1) * BLOCK, len(current), BLOCK)
+    return [len(synced), *steps, len(current)]
+
+
+def _dir_choices(sim: Simulation, model: Model) -> Iterator[frozenset[int]]:
+    """Sets of lost entry-operation positions, the no-loss set first."""
+    pending = [op for op in sim.entry_ops if not op.durable]
+    # Metadata reaches the disk in the order it was issued: the cut keeps a prefix of
+    # the unsynced entry operations and loses the rest.
+    suffixes = [
+        frozenset(op.position for op in pending[keep:]) for keep in range(len(pending), -1, -1)
+    ]
+    yield from suffixes
+    if model == "strict":
+        # Then every other subset, fewest lost operations first, so that a bounded
+        # enumeration covers each single lost operation, then each pair, and so on.
+        ordered = set(suffixes)
+        for size in range(1, len(pending) + 1):
+            for combo in itertools.combinations(pending, size):
+                lost = frozenset(op.position for op in combo)
+                if lost not in ordered:
+                    yield lost
+
+
+def states_at(
+    image: Image,
+    trace: Sequence[TraceOp],
+    point: int,
+    model: Model = "ordered",
+    *,
+    limit: int = 4096,
+) -> tuple[list[PowerState], bool]:
+    """The distinct states a cut after ``trace[:point]`` can leave; and whether ``limit`` hit."""
+    sim = simulate(image, trace[:point])
+    states: list[PowerState] = []
+    seen: set[frozenset[int]] = set()
+    for lost in _dir_choices(sim, model):
+        if lost in seen:
+            continue
+        seen.add(lost)
+        entries = _surviving_entries(image, sim, lost)
+        inodes = sorted({n.inode for n in entries.values() if isinstance(n, FileNode)})
+        volatile = [i for i in inodes if sim.unsynced_data(i)]
+        options = [_lengths(sim.synced[i], bytes(sim.data[i])) for i in volatile]
+        for lengths in itertools.product(*options):
+            if len(states) >= limit:
+                return states, True
+            chosen = dict(zip(volatile, lengths, strict=True))
+            states.append(_state(sim, point, lost, entries, chosen))
+    return states, False
+
+
+def _surviving_entries(image: Image, sim: Simulation, lost: frozenset[int]) -> dict[str, Node]:
+    entries = dict(image.entries)
+    for op in sim.entry_ops:
+        if op.position not in lost:
+            _apply(entries, op, durable_replay=True)
+    return entries
+
+
+def _state(
+    sim: Simulation,
+    point: int,
+    lost: frozenset[int],
+    entries: dict[str, Node],
+    lengths: Mapping[int, int],
+) -> PowerState:
+    inodes = sorted({n.inode for n in entries.values() if isinstance(n, FileNode)})
+    contents = {i: bytes(sim.data[i]) for i in inodes}
+    cut = []
+    for inode, length in sorted(lengths.items()):
+        written = len(sim.data[inode])
+        contents[inode] = contents[inode][:length]
+        if length != written:
+            cut.append((sim.origin_key[inode], sim.origin[inode], length, written))
+    modes = {i: sim.modes[i] for i in inodes}
+    return PowerState(point, tuple(sorted(lost)), tuple(cut), entries, contents, modes)
+
+
+def rebuild_state(
+    image: Image,
+    trace: Sequence[TraceOp],
+    point: int,
+    lost: Sequence[int],
+    cut: Mapping[str, int],
+) -> PowerState:
+    """The state described by ``point``, the ``lost`` entry operations and the ``cut`` files.
+
+    ``cut`` maps origin keys (``PowerState.cut``) to the bytes kept; this is how a saved
+    scenario names its state in a re-run whose temp names differ.
+    """
+    sim = simulate(image, trace[:point])
+    lost_set = frozenset(lost)
+    entries = _surviving_entries(image, sim, lost_set)
+    by_key = {key: inode for inode, key in sim.origin_key.items()}
+    unknown = sorted(set(cut) - set(by_key))
+    if unknown:
+        raise ValueError(f"the trace has no file created as {', '.join(unknown)}")
+    lengths = {by_key[key]: kept for key, kept in cut.items()}
+    return _state(sim, point, lost_set, entries, lengths)
+
+
+def power_loss_states(
+    image: Image,
+    trace: Sequence[TraceOp],
+    model: Model = "ordered",
+    *,
+    points: Sequence[int] | None = None,
+    limit: int = 4096,
+) -> tuple[list[PowerState], bool]:
+    """Distinct states over every cut point (default: 0..len(trace)); and whether truncated."""
+    chosen = range(len(trace) + 1) if points is None else points
+    distinct: dict[tuple[object, ...], PowerState] = {}
+    truncated = False
+    for point in chosen:
+        states, hit = states_at(image, trace, point, model, limit=limit)
+        truncated = truncated or hit
+        for state in states:
+            distinct.setdefault(state.key(), state)
+    return list(distinct.values()), truncated

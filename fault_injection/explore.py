@@ -1,0 +1,593 @@
+"""``editspec explore``: every crash point and power-loss state of the standard scenarios.
+
+For each standard scenario the last step is the one explored; the steps before it set
+the workspace up (reads, earlier writes that give rewind a history). The explorer runs
+it once cleanly (``harness.baseline``), then checks, in worker processes:
+
+* a crash at every counted operation of the step, followed by recovery;
+* for ``recovery-crash``: also a crash at every operation of that recovery, followed
+  by a second recovery;
+* every distinct power-loss state of the step's trace under ``--model`` (``ordered``
+  by default, or ``strict``), each recovered and checked.
+
+Every failure is saved as a scenario (``--out``, default ``editspec-failures/``) that
+``editspec replay`` re-runs. It prints a progress bar on stderr and a table on stdout;
+the exit status is 1 if anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing.util import Finalize
+from typing import Any, TextIO
+
+import attrs
+
+from editspec.fault_injection import harness, trees
+from editspec.fault_injection.powerloss import Model, PowerState
+from editspec.fault_injection.scenario import SESSION, Scenario
+from editspec.reference import FileSystem
+
+# -- the standard scenarios ------------------------------------------------------------
+
+
+def _file(text: str) -> trees.Entry:
+    return trees.Entry.file(text.encode("utf-8"), 0o644)
+
+
+def _lines(name: str, count: int = 6) -> str:
+    return "".join(f"{name} line {n}\n" for n in range(1, count + 1))
+
+
+def _read(path: str) -> dict[str, Any]:
+    return {"call": "read", "session": SESSION, "path": path}
+
+
+def single_write() -> Scenario:
+    old = b"the old contents\n"
+    return Scenario(
+        name="single-write",
+        description="replace one file with Write (atomic replace, no journal)",
+        initial={"notes.txt": trees.Entry.file(old, 0o644)},
+        steps=(
+            {
+                "call": "write",
+                "session": SESSION,
+                "path": "notes.txt",
+                "content": "the new contents, longer than before\n",
+                "expected_sha256": hashlib.sha256(old).hexdigest(),
+            },
+        ),
+    )
+
+
+def update_ten_files() -> Scenario:
+    paths = [f"{d}/file{n}.txt" for d in ("src", "lib", "docs") for n in range(1, 4)] + ["top.txt"]
+    initial = {path: _file(_lines(path)) for path in paths}
+    hunks = []
+    for path in paths:
+        hunks.append(
+            f"*** Update File: {path}\n@@\n {path} line 2\n-{path} line 3\n+{path} LINE THREE\n"
+        )
+    patch = "*** Begin Patch\n" + "".join(hunks) + "*** End Patch\n"
+    return Scenario(
+        name="update-10-files",
+        description="one ApplyPatch updating 10 files across 3 directories",
+        initial=initial,
+        steps=(
+            *(_read(path) for path in paths),
+            {"call": "apply_patch", "session": SESSION, "patch": patch, "message_id": "m1"},
+        ),
+    )
+
+
+def add_delete_move() -> Scenario:
+    initial = {
+        "keep.txt": _file(_lines("keep")),
+        "old/gone.txt": _file(_lines("gone")),
+        "old/moving.txt": _file(_lines("moving")),
+    }
+    patch = (
+        "*** Begin Patch\n"
+        "*** Add File: new/deep/added.txt\n+added line 1\n+added line 2\n"
+        "*** Delete File: old/gone.txt\n"
+        "*** Update File: old/moving.txt\n*** Move to: moved/here/moving.txt\n"
+        "@@\n moving line 1\n-moving line 2\n+moving line TWO\n"
+        "*** End Patch\n"
+    )
+    return Scenario(
+        name="add-delete-move",
+        description="one ApplyPatch: add into new directories, delete, move into new ones",
+        initial=initial,
+        steps=(
+            _read("old/gone.txt"),
+            _read("old/moving.txt"),
+            {"call": "apply_patch", "session": SESSION, "patch": patch, "message_id": "m1"},
+        ),
+    )
+
+
+def rewind_five() -> Scenario:
+    initial = {"a.txt": _file(_lines("a")), "b.txt": _file(_lines("b"))}
+    steps: list[dict[str, Any]] = [_read("a.txt"), _read("b.txt")]
+    for n in range(1, 6):
+        steps.append(
+            {
+                "call": "write",
+                "session": SESSION,
+                "path": "a.txt",
+                "content": _lines("a") + f"a change {n}\n",
+                "message_id": f"m{n}",
+            }
+        )
+        if n % 2 == 1:
+            steps.append(
+                {
+                    "call": "write",
+                    "session": SESSION,
+                    "path": f"new{n}.txt",
+                    "content": f"created at message {n}\n",
+                    "message_id": f"m{n}",
+                }
+            )
+    steps.append(
+        {
+            "call": "write",
+            "session": SESSION,
+            "path": "b.txt",
+            "content": "b rewritten\n",
+            "message_id": "m5",
+        }
+    )
+    steps.append({"call": "rewind", "session": SESSION, "message_id": "m1"})
+    return Scenario(
+        name="rewind-5",
+        description="rewind over 5 messages: restore 2 files, delete 3 created ones",
+        initial=initial,
+        steps=tuple(steps),
+    )
+
+
+def recovery_crash() -> Scenario:
+    initial = {"one.txt": _file(_lines("one")), "two.txt": _file(_lines("two"))}
+    patch = (
+        "*** Begin Patch\n"
+        "*** Update File: one.txt\n@@\n one line 1\n-one line 2\n+one line TWO\n"
+        "*** Delete File: two.txt\n"
+        "*** Add File: sub/three.txt\n+three\n"
+        "*** End Patch\n"
+    )
+    return Scenario(
+        name="recovery-crash",
+        description="a 3-file patch crashed at every step, its recovery crashed at every step",
+        initial=initial,
+        steps=(
+            _read("one.txt"),
+            _read("two.txt"),
+            {"call": "apply_patch", "session": SESSION, "patch": patch, "message_id": "m1"},
+        ),
+    )
+
+
+@attrs.frozen
+class Standard:
+    build: Callable[[], Scenario]
+    recovery_crashes: bool = False
+
+
+STANDARD: dict[str, Standard] = {
+    "single-write": Standard(single_write),
+    "update-10-files": Standard(update_ten_files),
+    "add-delete-move": Standard(add_delete_move),
+    "rewind-5": Standard(rewind_five),
+    "recovery-crash": Standard(recovery_crash, recovery_crashes=True),
+}
+
+
+#: Power-loss states enumerated per cut point, by model. The ordered model is never
+#: bounded by this in the standard scenarios; "strict" is exhaustive only for small
+#: traces: beyond the bound it covers the ordered states, then every single lost
+#: entry operation, then every pair, and so on, and the table marks the row.
+DEFAULT_LIMITS: dict[str, int] = {"ordered": 4096, "strict": 64}
+
+# -- work units ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Task:
+    scenario: str
+    kind: str  # "crash" | "recovery" | "power"
+    start: int
+    stop: int
+    model: str = "ordered"
+    limit: int = 4096
+
+
+@attrs.frozen
+class TaskResult:
+    task: Task
+    checked: int
+    failures: tuple[dict[str, Any], ...]  # scenario JSON
+    notes: int
+    seconds: float
+
+
+class _Worker:
+    """Per-process state: one sandbox, cached baselines and power-loss states."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.patcher: Any = None
+        inner: Callable[[], FileSystem] = FileSystem
+        if backend == "memory":
+            for name in _ENGINE_MODULES:
+                importlib.import_module(f"editspec.reference.{name}")
+            from pyfakefs.fake_filesystem_unittest import Patcher
+
+            self.patcher = Patcher()
+            self.patcher.setUp()
+            os.makedirs(tempfile.gettempdir(), exist_ok=True)
+            inner = _fake_fs
+        base = tempfile.mkdtemp(prefix="editspec-explore-")
+        self.sandbox = harness.Sandbox(base, inner=inner)
+        if backend == "disk":  # also runs at the exit of a worker process
+            Finalize(
+                self, shutil.rmtree, args=(base,), kwargs={"ignore_errors": True}, exitpriority=10
+            )
+        self.baselines: dict[str, tuple[Scenario, harness.Baseline]] = {}
+        self.states: dict[tuple[str, str, int], tuple[list[PowerState], bool]] = {}
+
+    def baseline(self, name: str) -> tuple[Scenario, harness.Baseline]:
+        if name not in self.baselines:
+            scenario = STANDARD[name].build()
+            self.baselines[name] = (scenario, harness.baseline(self.sandbox, scenario))
+        return self.baselines[name]
+
+    def power_states(self, name: str, model: str, limit: int) -> tuple[list[PowerState], bool]:
+        """The scenario's distinct power-loss states, and whether ``limit`` bounded them."""
+        key = (name, model, limit)
+        if key not in self.states:
+            _, base = self.baseline(name)
+            self.states[key] = harness.power_states(base, model, limit=limit)  # type: ignore[arg-type]
+        return self.states[key]
+
+    def run(self, task: Task) -> TaskResult:
+        started = time.perf_counter()
+        scenario, base = self.baseline(task.scenario)
+        verdicts: list[harness.Verdict] = []
+        if task.kind == "crash":
+            for at in range(task.start, task.stop):
+                verdicts.append(harness.check_crash(self.sandbox, scenario, base, at))
+        elif task.kind == "recovery":
+            for at in range(task.start, task.stop):
+                count = harness.recovery_count(self.sandbox, scenario, at)
+                for recovery_at in range(1, count + 1):
+                    verdicts.append(
+                        harness.check_recovery_crash(self.sandbox, scenario, base, at, recovery_at)
+                    )
+        else:
+            model: Model = task.model  # type: ignore[assignment]
+            states, _ = self.power_states(task.scenario, model, task.limit)
+            for state in states[task.start : task.stop]:
+                verdicts.append(
+                    harness.check_power_state(self.sandbox, scenario, base, state, model)
+                )
+        failures = tuple(v.finding.to_json() for v in verdicts if v.finding is not None)
+        notes = sum(1 for v in verdicts if v.notes)
+        return TaskResult(task, len(verdicts), failures, notes, time.perf_counter() - started)
+
+
+_ENGINE_MODULES = (
+    "_read",
+    "_write",
+    "_edit",
+    "_patch",
+    "_rewind",
+    "_transaction",
+    "_recovery",
+    "_journal",
+    "_snapshots",
+    "_atomic",
+    "_paths",
+    "_text",
+    "_diff",
+)
+
+
+def _fake_fs() -> FileSystem:
+    return FileSystem(secure_walk=False)
+
+
+_WORKER: _Worker | None = None
+
+
+def _init_worker(backend: str) -> None:
+    global _WORKER
+    _WORKER = _Worker(backend)
+
+
+def _run_task(task: Task) -> TaskResult:
+    assert _WORKER is not None
+    return _WORKER.run(task)
+
+
+def _plan_task(
+    names: tuple[str, ...], model: Model, limit: int
+) -> tuple[list[Task], dict[str, bool]]:
+    assert _WORKER is not None
+    return plan(names, model, _WORKER, limit=limit)
+
+
+# -- planning, running, reporting ------------------------------------------------------------
+
+
+@attrs.define
+class Row:
+    scenario: str
+    crash_points: int = 0
+    recovery_crashes: int = 0
+    power_states: int = 0
+    passed: int = 0
+    failed: int = 0
+    notes: int = 0
+    seconds: float = 0.0
+    bounded: bool = False
+
+    @property
+    def checked(self) -> int:
+        return self.passed + self.failed
+
+
+def _chunks(start: int, stop: int, size: int) -> Iterator[tuple[int, int]]:
+    for low in range(start, stop, size):
+        yield low, min(stop, low + size)
+
+
+def plan(
+    names: Sequence[str], model: Model, worker: _Worker, *, limit: int, chunk: int = 8
+) -> tuple[list[Task], dict[str, bool]]:
+    """The work units, and per scenario whether its power-loss states were bounded."""
+    tasks: list[Task] = []
+    bounded: dict[str, bool] = {}
+    for name in names:
+        _, base = worker.baseline(name)
+        tasks.extend(Task(name, "crash", lo, hi) for lo, hi in _chunks(1, base.count + 1, chunk))
+        if STANDARD[name].recovery_crashes:
+            tasks.extend(Task(name, "recovery", at, at + 1) for at in range(1, base.count + 1))
+        states, bounded[name] = worker.power_states(name, model, limit)
+        tasks.extend(
+            Task(name, "power", lo, hi, model, limit)
+            for lo, hi in _chunks(0, len(states), chunk * 4)
+        )
+    return tasks, bounded
+
+
+class Progress:
+    """A plain-text progress bar on a stream (stderr)."""
+
+    def __init__(self, total: int, stream: TextIO, *, width: int = 30) -> None:
+        self.total, self.done, self.stream, self.width = total, 0, stream, width
+        self.started = time.perf_counter()
+        self.interactive = stream.isatty()
+        self._last = -1.0
+
+    def advance(self, tasks: int, states: int, failed: int) -> None:
+        self.done += tasks
+        now = time.perf_counter()
+        if not self.interactive and now - self._last < 2 and self.done < self.total:
+            return
+        self._last = now
+        filled = self.width * self.done // max(self.total, 1)
+        rate = states / max(now - self.started, 1e-9)
+        line = (
+            f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} tasks, "
+            f"{states} states, {failed} failed, {rate:.0f}/s"
+        )
+        self.stream.write(
+            ("\r" if self.interactive else "") + line + ("" if self.interactive else "\n")
+        )
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.interactive:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def explore(
+    names: Sequence[str],
+    *,
+    model: Model = "ordered",
+    jobs: int = 1,
+    backend: str = "disk",
+    out: str | None = "editspec-failures",
+    progress: TextIO | None = None,
+    limit: int | None = None,
+) -> tuple[list[Row], list[str], float]:
+    """Run the exploration; return the rows, the saved failure files and the wall time."""
+    started = time.perf_counter()
+    if limit is None:
+        limit = DEFAULT_LIMITS[model]
+    # In memory, every run happens in worker processes: pyfakefs patches the process it
+    # runs in, and this one still has to write the failure files to the real disk.
+    use_pool = jobs > 1 or backend == "memory"
+    pool = (
+        ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(backend,))
+        if use_pool
+        else None
+    )
+    if pool is None:
+        worker = _worker_here(backend)
+        tasks, bounded = plan(names, model, worker, limit=limit)
+    else:
+        tasks, bounded = pool.submit(_plan_task, tuple(names), model, limit).result()
+    rows = {name: Row(name, bounded=bounded[name]) for name in names}
+    saved: list[str] = []
+    bar = Progress(len(tasks), progress) if progress is not None else None
+    states_done = failed_total = 0
+
+    def absorb(result: TaskResult) -> None:
+        nonlocal states_done, failed_total
+        row = rows[result.task.scenario]
+        if result.task.kind == "crash":
+            row.crash_points += result.checked
+        elif result.task.kind == "recovery":
+            row.recovery_crashes += result.checked
+        else:
+            row.power_states += result.checked
+        row.failed += len(result.failures)
+        row.passed += result.checked - len(result.failures)
+        row.notes += result.notes
+        row.seconds += result.seconds
+        states_done += result.checked
+        failed_total += len(result.failures)
+        if out is not None:
+            for number, failure in enumerate(result.failures):
+                task = result.task
+                filename = f"{task.scenario}-{task.kind}-{task.model}-{task.start}-{number}.json"
+                path = os.path.join(out, filename)
+                Scenario.from_json(failure).save(path)
+                saved.append(path)
+        if bar is not None:
+            bar.advance(1, states_done, failed_total)
+
+    if pool is None:
+        for task in tasks:
+            absorb(worker.run(task))
+    else:
+        with pool:
+            pending: set[Future[TaskResult]] = {pool.submit(_run_task, t) for t in tasks}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    absorb(future.result())
+    if bar is not None:
+        bar.finish()
+    return list(rows.values()), sorted(saved), time.perf_counter() - started
+
+
+def _worker_here(backend: str) -> _Worker:
+    global _WORKER
+    if _WORKER is None or _WORKER.backend != backend:
+        _WORKER = _Worker(backend)
+    return _WORKER
+
+
+def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
+    header = (
+        "scenario",
+        "crash points",
+        "recovery crashes",
+        f"power-loss ({model})",
+        "passed",
+        "failed",
+        "stray temps",
+        "states/s",
+    )
+    body: list[tuple[str, ...]] = [
+        (
+            row.scenario,
+            str(row.crash_points),
+            str(row.recovery_crashes),
+            f"{row.power_states}{' (bounded)' if row.bounded else ''}",
+            str(row.passed),
+            str(row.failed),
+            str(row.notes),
+            f"{row.checked / row.seconds:.0f}" if row.seconds else "-",
+        )
+        for row in rows
+    ]
+    total_checked = sum(row.checked for row in rows)
+    body.append(
+        (
+            "total",
+            *(
+                str(sum(getattr(r, f) for r in rows))
+                for f in (
+                    "crash_points",
+                    "recovery_crashes",
+                    "power_states",
+                    "passed",
+                    "failed",
+                    "notes",
+                )
+            ),
+            f"{total_checked / wall:.0f}" if wall else "-",
+        )
+    )
+    widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
+
+    def fmt(line: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        )
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([fmt(header), rule, *(fmt(line) for line in body[:-1]), rule, fmt(body[-1])])
+
+
+def main_explore(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Entry point of ``editspec explore``; returns the exit status."""
+    out_stream = stdout if stdout is not None else sys.stdout
+    err_stream = stderr if stderr is not None else sys.stderr
+    parser = argparse.ArgumentParser(prog="editspec explore", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=sorted(STANDARD),
+        help="a standard scenario (repeatable; default: all)",
+    )
+    parser.add_argument("--model", choices=("ordered", "strict"), default="ordered")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="run in memory (pyfakefs) instead of a temporary directory",
+    )
+    parser.add_argument(
+        "--out",
+        default="editspec-failures",
+        help="directory for failure scenarios (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="power-loss states per cut point (default: ordered 4096, strict 64)",
+    )
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    names = args.scenario or list(STANDARD)
+    rows, saved, wall = explore(
+        names,
+        model=args.model,
+        jobs=max(1, args.jobs),
+        backend="memory" if args.memory else "disk",
+        out=args.out,
+        progress=None if args.no_progress else err_stream,
+        limit=args.limit,
+    )
+    out_stream.write(format_table(rows, args.model, wall) + "\n")
+    out_stream.write(f"wall time {wall:.1f} s with {max(1, args.jobs)} process(es)\n")
+    if saved:
+        out_stream.write(
+            f"{len(saved)} failure scenario(s) written to {args.out}/; "
+            f"re-run one with: editspec replay {saved[0]}\n"
+        )
+    return 1 if any(row.failed for row in rows) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main_explore())

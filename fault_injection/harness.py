@@ -1,0 +1,410 @@
+"""Running scenarios: a sandbox on disk, steps with faults, restarts, and the checks.
+
+* ``Sandbox``: a base directory with the workspace root (``ws``) and its state
+  directory (``state``), reset to a scenario's initial tree between runs.
+* ``Runner``: drives one ``Workspace`` through a scenario's steps. A step may carry a
+  fault; after a crash or a power cut the runner *restarts*: it opens a fresh
+  ``Workspace`` over the same directories, whose constructor runs recovery, exactly
+  as a new process would. In-memory state (read records) does not survive a restart.
+* The checks of one faulted step, used by the explorer and by the tests: a clean
+  ``baseline`` (trees before and after, counted operations, the trace); then
+  ``check_crash`` (crash at op k, recover), ``check_power_state`` (one power-loss state,
+  recover) and ``check_recovery_crash`` (crash at op k, crash again at op j of the
+  recovery, recover). Each returns the problems found, as lines; none means it passed.
+  After recovery the root must equal the tree before the step or the tree after it,
+  byte for byte (so a leftover stage, backup or temp file is a problem), and no
+  journal may be left. Once the step has issued its last operation, only the tree
+  after it is acceptable: a change reported as done must survive a power cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as _errno
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from editspec.fault_injection import trees
+from editspec.fault_injection.faultfs import (
+    CrashAt,
+    FailAt,
+    FaultPlan,
+    FaultyFileSystem,
+    OpEvent,
+    SimulatedCrash,
+)
+from editspec.fault_injection.powerloss import (
+    Image,
+    Model,
+    PowerState,
+    TraceOp,
+    TraceRecorder,
+    journal_leftovers,
+    materialize,
+    power_loss_states,
+    rebuild_state,
+)
+from editspec.fault_injection.scenario import Outcome, Scenario, perform
+from editspec.reference import FileSystem, Workspace
+
+FileSystemFactory = Callable[[], FileSystem]
+WorkspaceFactory = Callable[[str, str, FileSystem], Workspace]
+
+
+def open_workspace(root: str, state_dir: str, fs: FileSystem) -> Workspace:
+    """A fresh reference workspace; its constructor runs recovery."""
+    return Workspace(root, state_dir, fs=fs)
+
+
+def _require_disposable(path: str) -> None:
+    temp = os.path.realpath(tempfile.gettempdir())
+    real = os.path.realpath(path)
+    if os.path.commonpath([temp, real]) != temp or real == temp:
+        raise ValueError(f"refusing to wipe {path}: sandboxes live under {temp}")
+
+
+class Sandbox:
+    """A workspace root and its state directory under one disposable base directory."""
+
+    def __init__(
+        self,
+        base: str | os.PathLike[str],
+        *,
+        inner: FileSystemFactory = FileSystem,
+        workspace: WorkspaceFactory = open_workspace,
+    ) -> None:
+        os.makedirs(base, exist_ok=True)
+        self.base = os.path.realpath(os.fspath(base))
+        self.root = os.path.join(self.base, "ws")
+        self.state_dir = os.path.join(self.base, "state")
+        self.inner = inner
+        self.open_workspace = workspace
+
+    def reset(self, initial: Mapping[str, trees.Entry]) -> None:
+        for directory in (self.root, self.state_dir):
+            _require_disposable(directory)
+            if os.path.lexists(directory):
+                shutil.rmtree(directory)
+            os.makedirs(directory)
+        trees.write(self.root, initial)
+
+    def tree(self) -> trees.Tree:
+        return trees.capture(self.root)
+
+    def journals(self) -> list[str]:
+        return journal_leftovers(self.state_dir)
+
+
+@attrs.frozen
+class StepReport:
+    """What happened to one step: its outcome (None if it crashed) and the fault's effect."""
+
+    outcome: Outcome | None
+    crashed: bool = False
+    recovery_crashed: bool = False
+    power_state: PowerState | None = None
+    restart_error: str | None = None
+
+
+class Runner:
+    """Drive one workspace through steps, injecting each step's fault."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        count: str = "mutating",
+        watch: Callable[[OpEvent], None] | None = None,
+        on_restart: Callable[[str], None] | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.count = count
+        self.watch = watch
+        self.on_restart = on_restart
+        self.fs: FaultyFileSystem | None = None
+        self.workspace: Workspace | None = None
+        self.last_trace: tuple[TraceOp, ...] = ()  # of the last power-loss step
+
+    def _faulty(self, plan: FaultPlan | None = None) -> FaultyFileSystem:
+        fs = FaultyFileSystem(self.sandbox.inner(), plan, count=self.count)  # type: ignore[arg-type]
+        if self.watch is not None:
+            fs.observers.append(self.watch)
+        return fs
+
+    def start(self, initial: Mapping[str, trees.Entry]) -> None:
+        self.sandbox.reset(initial)
+        self.restart("start")
+
+    def restart(self, why: str, plan: FaultPlan | None = None) -> None:
+        """Open a fresh workspace (recovery runs in its constructor), as a new process."""
+        if self.on_restart is not None:
+            self.on_restart(why)
+        self.workspace = None
+        self.fs = self._faulty(plan)
+        self.workspace = self.sandbox.open_workspace(
+            self.sandbox.root, self.sandbox.state_dir, self.fs
+        )
+
+    def run(self, step: Mapping[str, Any]) -> StepReport:
+        assert self.fs is not None and self.workspace is not None
+        fault = step.get("fault")
+        if fault is None:
+            return StepReport(perform(self.workspace, step, self.sandbox.root))
+        kind = fault["kind"]
+        if kind == "fail":
+            number = getattr(_errno, fault["errno"])
+            self.fs.arm(FailAt(int(fault["at"]), number))
+            outcome = perform(self.workspace, step, self.sandbox.root)
+            self.fs.arm(None)
+            return StepReport(outcome)
+        if kind == "power_loss":
+            recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+            recorder.start(self.fs)
+            self.fs.arm(None)
+            outcome = perform(self.workspace, step, self.sandbox.root)
+            recorder.stop()
+            self.last_trace = tuple(recorder.ops)
+            cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}
+            state = rebuild_state(
+                recorder.image, recorder.ops, int(fault["point"]), fault.get("lost", ()), cut
+            )
+            materialize(state, recorder.roots)
+            return attrs.evolve(
+                self._restart_checked("power loss"), outcome=outcome, power_state=state
+            )
+        if kind not in ("crash", "recovery_crash"):
+            raise ValueError(f"unknown fault kind {kind!r}")
+        self.fs.arm(CrashAt(int(fault["at"])))
+        crash_outcome: Outcome | None = None
+        with contextlib.suppress(SimulatedCrash):
+            crash_outcome = perform(self.workspace, step, self.sandbox.root)
+        recovery_crashed = False
+        if crash_outcome is None and kind == "recovery_crash":
+            try:
+                self.restart("crash", CrashAt(int(fault["recovery_at"])))
+            except SimulatedCrash:
+                recovery_crashed = True
+        if crash_outcome is not None:
+            self.fs.arm(None)  # the plan's point was never reached
+            return StepReport(crash_outcome)
+        report = self._restart_checked("crash during recovery" if recovery_crashed else "crash")
+        return attrs.evolve(report, crashed=True, recovery_crashed=recovery_crashed)
+
+    def _restart_checked(self, why: str) -> StepReport:
+        try:
+            self.restart(why)
+        except Exception as exc:  # recovery that raises is a finding, reported by the caller
+            self.workspace = None
+            return StepReport(None, restart_error=f"{type(exc).__name__}: {exc}")
+        return StepReport(None)
+
+
+# -- the checks of one faulted step ------------------------------------------------------
+
+
+@attrs.frozen
+class Baseline:
+    """A clean run of a scenario's last step."""
+
+    before: trees.Tree
+    after: trees.Tree
+    outcome: Outcome
+    count: int
+    image: Image
+    trace: tuple[TraceOp, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(op.name for op in self.trace)
+
+    def acceptable_at(self, point: int) -> tuple[trees.Tree, ...]:
+        if point >= len(self.trace):
+            return (self.after,)
+        return (self.before, self.after)
+
+
+def _setup(runner: Runner, scenario: Scenario) -> None:
+    runner.start(scenario.initial)
+    for step in scenario.steps[:-1]:
+        report = runner.run(step)
+        if report.restart_error is not None:
+            raise RuntimeError(f"setup step failed to recover: {report.restart_error}")
+
+
+def baseline(sandbox: Sandbox, scenario: Scenario) -> Baseline:
+    """Run ``scenario`` without faults, recording its last step."""
+    runner = Runner(sandbox, count=scenario.count)
+    _setup(runner, scenario)
+    assert runner.fs is not None and runner.workspace is not None
+    before = sandbox.tree()
+    recorder = TraceRecorder([sandbox.root, sandbox.state_dir])
+    recorder.start(runner.fs)
+    runner.fs.arm(None)
+    outcome = perform(runner.workspace, scenario.steps[-1], sandbox.root)
+    recorder.stop()
+    return Baseline(
+        before, sandbox.tree(), outcome, runner.fs.count, recorder.image, tuple(recorder.ops)
+    )
+
+
+@attrs.frozen
+class Verdict:
+    """The result of one check: a failure scenario (None if it passed), and notes."""
+
+    finding: Scenario | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.finding is None
+
+
+def stray_temp_files(tree: Mapping[str, trees.Entry]) -> list[str]:
+    """Paths of single-file write temp files (``.<name>.editspec-<hex>.tmp``) in ``tree``."""
+    from editspec.reference._atomic import is_temp_name
+
+    return [path for path in tree if is_temp_name(path.rsplit("/", 1)[-1])]
+
+
+def check_outcome(
+    sandbox: Sandbox, report: StepReport, acceptable: Sequence[trees.Tree]
+) -> tuple[list[str], list[str], trees.Tree]:
+    """Problems and notes about the disk after recovery; and the root's tree.
+
+    The temp file of a single-file write interrupted by a crash is not a problem but a
+    note: DESIGN §5 requires recovery to leave no stage, backup or journal file, and
+    recovery cannot tell such a temp file from one a live writer in another process
+    is still filling. Everything else must match byte for byte.
+    """
+    problems: list[str] = []
+    notes: list[str] = []
+    if report.restart_error is not None:
+        problems.append(f"recovery failed: {report.restart_error}")
+    actual = sandbox.tree()
+    strays = stray_temp_files(actual)
+    if strays:
+        notes.append("stray temp file left: " + ", ".join(strays))
+    compared = {path: entry for path, entry in actual.items() if path not in strays}
+    if not any(trees.equal(tree, compared) for tree in acceptable):
+        closest = min(acceptable, key=lambda tree: len(trees.diff(tree, compared)))
+        problems.append(
+            "disk is neither all-before nor all-after:"
+            if len(acceptable) > 1
+            else "disk is not all-after although the step had finished:"
+        )
+        problems.extend("  " + line for line in trees.diff(closest, compared))
+    leftovers = sandbox.journals()
+    if leftovers:
+        problems.append("journal left after recovery: " + ", ".join(leftovers))
+    return problems, notes, actual
+
+
+def with_fault(scenario: Scenario, fault: Mapping[str, Any]) -> Scenario:
+    steps = list(scenario.steps)
+    steps[-1] = {**steps[-1], "fault": {**fault, "step": len(steps) - 1}}
+    return attrs.evolve(scenario, steps=tuple(steps), fault=steps[-1]["fault"])
+
+
+def check_crash(sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int) -> Verdict:
+    """Crash at counted operation ``at`` of the last step, recover, check; a failure or None."""
+    faulted = with_fault(scenario, {"kind": "crash", "at": at})
+    runner = Runner(sandbox, count=scenario.count)
+    _setup(runner, scenario)
+    report = runner.run(faulted.steps[-1])
+    acceptable = (base.before, base.after)
+    problems, notes, actual = check_outcome(sandbox, report, acceptable)
+    if not report.crashed:
+        problems.insert(0, f"no crash: the step issued fewer than {at} counted operations")
+    return _verdict(faulted, base, acceptable, actual, problems, notes)
+
+
+def power_states(
+    base: Baseline, model: Model, *, limit: int = 4096
+) -> tuple[list[PowerState], bool]:
+    """Every distinct power-loss state of the baseline's trace (with its acceptable trees)."""
+    during, hit_during = power_loss_states(
+        base.image, base.trace, model, points=range(len(base.trace)), limit=limit
+    )
+    done, hit_done = power_loss_states(
+        base.image, base.trace, model, points=[len(base.trace)], limit=limit
+    )
+    return during + done, hit_during or hit_done
+
+
+def power_fault(state: PowerState, model: Model) -> dict[str, Any]:
+    return {
+        "kind": "power_loss",
+        "model": model,
+        "point": state.point,
+        "lost": list(state.lost),
+        "cut": [[key, kept] for key, _p, kept, _w in state.cut],
+        "description": state.describe(),
+    }
+
+
+def check_power_state(
+    sandbox: Sandbox,
+    scenario: Scenario,
+    base: Baseline,
+    state: PowerState,
+    model: Model,
+) -> Verdict:
+    """Materialize one power-loss state of the baseline, recover, check."""
+    faulted = with_fault(scenario, power_fault(state, model))
+    materialize(state, [sandbox.root, sandbox.state_dir])
+    runner = Runner(sandbox, count=scenario.count)
+    report = runner._restart_checked("power loss")
+    acceptable = base.acceptable_at(state.point)
+    problems, notes, actual = check_outcome(sandbox, report, acceptable)
+    return _verdict(faulted, base, acceptable, actual, problems, notes)
+
+
+def recovery_count(sandbox: Sandbox, scenario: Scenario, at: int) -> int:
+    """How many counted operations recovery issues after a crash at ``at``."""
+    runner = Runner(sandbox, count=scenario.count)
+    _setup(runner, scenario)
+    assert runner.fs is not None
+    runner.fs.arm(CrashAt(at))
+    with contextlib.suppress(SimulatedCrash):
+        perform(runner.workspace, scenario.steps[-1], sandbox.root)
+    runner.restart("crash")
+    assert runner.fs is not None
+    return runner.fs.count
+
+
+def check_recovery_crash(
+    sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int, recovery_at: int
+) -> Verdict:
+    """Crash at ``at``, crash the recovery at its ``recovery_at``-th operation, recover again."""
+    faulted = with_fault(scenario, {"kind": "recovery_crash", "at": at, "recovery_at": recovery_at})
+    runner = Runner(sandbox, count=scenario.count)
+    _setup(runner, scenario)
+    report = runner.run(faulted.steps[-1])
+    acceptable = (base.before, base.after)
+    problems, notes, actual = check_outcome(sandbox, report, acceptable)
+    return _verdict(faulted, base, acceptable, actual, problems, notes)
+
+
+def _verdict(
+    faulted: Scenario,
+    base: Baseline,
+    acceptable: Sequence[trees.Tree],
+    actual: trees.Tree,
+    problems: list[str],
+    notes: list[str],
+) -> Verdict:
+    if not problems:
+        return Verdict(None, tuple(notes))
+    finding = attrs.evolve(
+        faulted,
+        expected=tuple(acceptable),
+        actual=actual,
+        problems=tuple(problems),
+        trace=base.names,
+    )
+    return Verdict(finding, tuple(notes))

@@ -1,0 +1,194 @@
+"""``editspec replay SCENARIO.json``: re-run a saved failure, one file-system operation at a time.
+
+The scenario's initial tree is written to a fresh temporary sandbox (``ws`` is the
+workspace root, ``state`` its state directory), and its steps are run through the
+reference engine with each step's fault injected (``harness.Runner``). Every port
+operation is printed as it happens, with its counter and outcome; the injected fault is
+marked; a restart (a fresh workspace, whose constructor recovers) is announced and its
+operations printed too. For a power cut the step's trace is printed with the cut point,
+the entry operations that were lost and the files whose data was cut.
+
+After each step that has an expectation (``"expect"`` on the step, or the scenario's
+``expected`` trees for the faulted step), the disk is compared with it; the first
+divergence is printed as a diff and the replay stops there. Exit status: 1 if the
+failure reproduces, 0 if every step now matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from editspec.fault_injection import harness
+from editspec.fault_injection.faultfs import OpEvent
+from editspec.fault_injection.powerloss import TraceOp
+from editspec.fault_injection.scenario import Scenario, describe_step, versions
+
+
+class _Printer:
+    def __init__(self, out: TextIO, base: str) -> None:
+        self.out = out
+        self.base = base
+        self.live = True
+
+    def path(self, path: str) -> str:
+        if path.startswith(self.base + os.sep):
+            return os.path.relpath(path, self.base)
+        return path
+
+    def event(self, event: OpEvent) -> None:
+        if not self.live:
+            return
+        record = event.record
+        counter = f"#{record.index:<3}" if record.index else "    "
+        paths = " -> ".join(self.path(p) for p in record.paths)
+        size = f" {record.nbytes} bytes" if record.name == "write" else ""
+        marker = ""
+        if record.outcome == "crash":
+            marker = "   <== injected crash: the process dies here"
+        elif record.outcome.startswith("fail:"):
+            marker = f"   <== injected {record.outcome[5:]}"
+        elif record.outcome != "ok":
+            marker = f"   ({record.outcome[6:]})"
+        self.out.write(f"      {counter} {record.name:<16} {paths}{size}{marker}\n")
+
+    def restart(self, why: str) -> None:
+        if why != "start":
+            self.out.write(f"    -- restart after {why}: a fresh workspace recovers --\n")
+
+
+def _fault_text(fault: Mapping[str, Any]) -> str:
+    kind = fault["kind"]
+    if kind == "crash":
+        return f"crash at counted operation {fault['at']}"
+    if kind == "fail":
+        return f"{fault['errno']} at counted operation {fault['at']}"
+    if kind == "recovery_crash":
+        return (
+            f"crash at counted operation {fault['at']}, then a crash at operation "
+            f"{fault['recovery_at']} of the recovery"
+        )
+    return f"power cut ({fault.get('model', 'ordered')} model) after {fault['point']} operations"
+
+
+def _print_power_trace(
+    out: TextIO, printer: _Printer, trace: Sequence[TraceOp], fault: Mapping[str, Any]
+) -> None:
+    point = int(fault["point"])
+    lost = set(fault.get("lost", ()))
+    cut = {key: kept for key, kept in fault.get("cut", ())}
+    for op in trace:
+        if op.position == point:
+            out.write("      ---- power cut here: nothing below reached the disk ----\n")
+        paths = " -> ".join(printer.path(p) for p in op.paths)
+        size = f" {len(op.data)} bytes" if op.name == "write" else ""
+        note = ""
+        if op.position in lost:
+            note = "   <== lost: its directory was not synced"
+        key = f"op:{op.position}"
+        if key in cut:
+            note += f"   <== data cut to {cut[key]} bytes"
+        out.write(f"      [{op.position:<3}] {op.name:<16} {paths}{size}{note}\n")
+    if point >= len(trace):
+        out.write("      ---- power cut here, after the last operation ----\n")
+
+
+def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout) -> int:
+    """Re-run the scenario at ``path``, printing every operation; 1 if the failure reproduces."""
+    scenario = Scenario.load(path)
+    out.write(f"scenario {scenario.name}")
+    if scenario.description:
+        out.write(f": {scenario.description}")
+    out.write("\n")
+    recorded = scenario.versions
+    now = versions()
+    out.write(
+        f"  recorded with editspec {recorded.get('editspec', '?')}, Python "
+        f"{recorded.get('python', '?')}; replaying with editspec {now['editspec']}, "
+        f"Python {now['python']}\n"
+    )
+    for line in scenario.problems:
+        out.write(f"  recorded problem: {line}\n")
+    base = tempfile.mkdtemp(prefix="editspec-replay-")
+    try:
+        return _replay(scenario, base, out)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _replay(scenario: Scenario, base: str, out: TextIO) -> int:
+    sandbox = harness.Sandbox(base)
+    printer = _Printer(out, sandbox.base)
+    runner = harness.Runner(
+        sandbox, count=scenario.count, watch=printer.event, on_restart=printer.restart
+    )
+    out.write(f"  sandbox {sandbox.base} (ws = workspace root, state = state directory)\n")
+    out.write(f"  initial tree: {len(scenario.initial)} entries\n")
+    printer.live = False
+    runner.start(scenario.initial)
+    printer.live = True
+    total = len(scenario.steps)
+    for number, step in enumerate(scenario.steps):
+        fault = step.get("fault")
+        headline = f"  step {number + 1}/{total}: {describe_step(step)}"
+        if fault is not None:
+            headline += f"\n    fault: {_fault_text(fault)}"
+        out.write(headline + "\n")
+        if fault is not None and fault["kind"] == "power_loss":
+            printer.live = False
+        report = runner.run(step)
+        printer.live = True
+        if fault is not None and fault["kind"] == "power_loss":
+            if scenario.trace and tuple(op.name for op in runner.last_trace) != scenario.trace:
+                out.write(
+                    "    warning: the engine now issues a different sequence of "
+                    "operations than when this scenario was recorded\n"
+                )
+            _print_power_trace(out, printer, runner.last_trace, fault)
+            out.write("    -- restart after the power cut: a fresh workspace recovers --\n")
+        if report.outcome is not None:
+            out.write(
+                f"    -> {report.outcome.code}"
+                + (f": {report.outcome.message}" if report.outcome.message else "")
+                + "\n"
+            )
+        elif report.crashed:
+            out.write(
+                "    -> crashed"
+                + (" (and its recovery crashed)" if report.recovery_crashed else "")
+                + "\n"
+            )
+        if report.restart_error is not None:
+            out.write(f"    !! recovery failed: {report.restart_error}\n")
+        expected = step.get("expect")
+        if expected is None and fault is not None and scenario.expected:
+            expected = list(scenario.expected)
+        if expected is None and report.restart_error is None:
+            continue
+        problems, notes, _actual = harness.check_outcome(sandbox, report, expected or [])
+        for note in notes:
+            out.write(f"    note: {note}\n")
+        if problems:
+            out.write(f"  FIRST DIVERGENCE at step {number + 1}:\n")
+            for line in problems:
+                out.write(f"    {line}\n")
+            out.write("reproduced\n")
+            return 1
+        out.write("    disk matches the model\n")
+    out.write("not reproduced: every step matches the model\n")
+    return 0
+
+
+def main_replay(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
+    """Entry point of ``editspec replay SCENARIO.json``; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="editspec replay", description="re-run a saved fault-injection scenario"
+    )
+    parser.add_argument("scenario", help="a scenario JSON file written by explore or the machines")
+    args = parser.parse_args(argv)
+    return replay(args.scenario, stdout if stdout is not None else sys.stdout)
