@@ -21,6 +21,18 @@ The flow, and where each failure is raised:
 
 Success is reported only when ``commit`` returned, that is when every file is
 committed; any failure before that leaves every file as it was.
+
+Decisions:
+
+* Notebooks: an Update with hunks of a ``.ipynb`` file (source or destination) is
+  UNSUPPORTED, pointing to notebook editing; Add, Delete and a pure move (no hunks) of
+  one are plain file operations.
+* A pure move carries the bytes unchanged, so it also moves binary files.
+* Paths are acted on through their canonical (real) file: an Update through a symlink
+  inside the root changes the file it points to and the link stays a link. A Delete or
+  a move of a path that *is* a symlink is UNSUPPORTED: it would act on the target and
+  leave the link dangling, which is not what removing or renaming a name means.
+* A move onto its own path names that path twice: INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -172,6 +184,8 @@ def _plan_one(
             diff=unified_diff(display, "", content, old_exists=False),
         )
     old_bytes, mode = _read_existing(session, source, display)
+    if op.op == "delete" or dest is not None:
+        _refuse_symlink(workspace, source, display)
     if op.op == "delete":
         decoded = _text.decode(old_bytes)
         diff = "" if decoded is None else unified_diff(display, decoded.text, "", new_exists=False)
@@ -276,6 +290,23 @@ def _read_existing(session: Session, path: WorkspacePath, display: str) -> tuple
         session.id, path.canonical_key, current_sha256=_text.sha256_hex(data), display_path=display
     )
     return data, stat.S_IMODE(status.st_mode)
+
+
+def _refuse_symlink(workspace: Workspace, path: WorkspacePath, display: str) -> None:
+    """Delete and move act on the canonical file; through a link that would surprise."""
+    if not path.crossed_link:
+        return
+    parent = workspace.resolve(os.path.dirname(path.logical))
+    status = _lstat(workspace, os.path.join(parent.real, os.path.basename(path.logical)))
+    if status is not None and stat.S_ISLNK(status.st_mode):
+        raise ToolError(
+            _errors.UNSUPPORTED,
+            f"{display} is a symbolic link to {path.relative}; "
+            "deleting or moving it through the patch would act on that file and leave "
+            "the link dangling. Patch the file itself.",
+            path=display,
+            target=path.relative,
+        )
 
 
 def _check_size(workspace: Workspace, display: str, size: int) -> None:

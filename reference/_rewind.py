@@ -52,6 +52,11 @@ if TYPE_CHECKING:
     from editspec.reference._paths import WorkspacePath
     from editspec.reference._workspace import Session
 
+# What ``commit`` raises when a file changed between the check and the locked re-check.
+_CHANGED_MEANWHILE = frozenset(
+    {_errors.STALE, _errors.NOT_FOUND, _errors.ALREADY_EXISTS, _errors.IS_A_DIRECTORY}
+)
+
 RESTORED = "restored"
 DELETED = "deleted"
 RECREATED = "recreated"
@@ -131,7 +136,7 @@ def rewind(session: Session, message_id: str) -> RewindResult:
     try:
         txn_id = commit(workspace, changes, on_prepared=on_prepared, on_committed=on_committed)
     except ToolError as exc:
-        if exc.code in (_errors.STALE, _errors.ALREADY_EXISTS):
+        if exc.code in _CHANGED_MEANWHILE:
             # A file changed between the check and the locked re-verification.
             raise ToolError(
                 _errors.CONFLICT,

@@ -641,3 +641,35 @@ def test_round_trip(
     files = {p: data for p, data in tree(root).items() if isinstance(data, bytes)}
     assert files == {path: text.encode() for path, text in old.items()}
     assert leftovers(ws) == []
+
+
+def test_update_through_a_symlink_changes_the_target_and_keeps_the_link(
+    root: Path, ws: Workspace, s1: Session
+) -> None:
+    put(root, "real.txt", b"a\n")
+    (root / "alias.txt").symlink_to("real.txt")
+    s1.read("alias.txt")
+    result = s1.apply_patch(patch("*** Update File: alias.txt\n@@\n-a\n+b\n"))
+    assert (root / "real.txt").read_bytes() == b"b\n"
+    assert os.readlink(root / "alias.txt") == "real.txt"
+    assert result.changes[0].path == "alias.txt"
+
+
+@pytest.mark.parametrize(
+    "section", ["*** Delete File: alias.txt\n", "*** Update File: alias.txt\n*** Move to: x.txt\n"]
+)
+def test_delete_or_move_of_a_symlink_is_refused(
+    root: Path, ws: Workspace, s1: Session, section: str
+) -> None:
+    put(root, "real.txt", b"a\n")
+    (root / "alias.txt").symlink_to("real.txt")
+    s1.read("alias.txt")
+    fails_unchanged(ws, "UNSUPPORTED", lambda: s1.apply_patch(patch(section)), root)
+
+
+def test_paths_through_a_linked_directory_are_fine(root: Path, ws: Workspace, s1: Session) -> None:
+    put(root, "real/f.txt", b"a\n")
+    (root / "linked").symlink_to("real")
+    s1.read("linked/f.txt")
+    s1.apply_patch(patch("*** Delete File: linked/f.txt\n"))
+    assert tree(root) == {"linked": "real", "real": None}

@@ -320,6 +320,45 @@ def test_a_file_replaced_by_a_directory_is_a_conflict(
     fails_unchanged(ws, root, "CONFLICT", lambda: s1.rewind("m3"))
 
 
+@pytest.mark.parametrize("interference", ["modify", "delete", "create"])
+def test_a_change_between_check_and_commit_is_a_conflict(
+    root: Path, ws: Workspace, s1: Session, monkeypatch: pytest.MonkeyPatch, interference: str
+) -> None:
+    """The locked re-verification inside the transaction catches what the check missed."""
+    from editspec.reference import _rewind
+
+    five_messages(root, s1)
+    real_check = _rewind._check_file
+    victim = {"modify": "a.txt", "delete": "a.txt", "create": "b.txt"}[interference]
+
+    def check_then_interfere(session: Session, relative: str, entries: object) -> object:
+        restore = real_check(session, relative, entries)  # type: ignore[arg-type]
+        if relative == victim:
+            if interference == "modify":
+                put(root, victim, b"meanwhile\n")
+            elif interference == "delete":
+                os.unlink(root / victim)
+            else:
+                put(root, victim, b"appeared\n")  # the rewind recreates b.txt
+        return restore
+
+    monkeypatch.setattr(_rewind, "_check_file", check_then_interfere)
+    history = ws.snapshots.history("s1")
+    with pytest.raises(ToolError) as info:
+        s1.rewind("m1")
+    assert info.value.code == "CONFLICT"
+    expected = {
+        "modify": {"a.txt": b"meanwhile\n"},
+        "delete": {},
+        "create": {"a.txt": b"a5\n", "b.txt": b"appeared\n"},
+    }[interference]
+    now = files(root)
+    assert {k: v for k, v in now.items() if k in ("a.txt", "b.txt")} == expected
+    assert now["dir/sub/b.txt"] == b"b5\n"  # nothing else was restored
+    assert ws.snapshots.history("s1") == history
+    assert leftovers(ws) == []
+
+
 # -- crashes -------------------------------------------------------------------------------
 
 
