@@ -61,9 +61,7 @@ class FileSystem:
     """The default port: real ``os`` calls."""
 
     def __init__(self, *, secure_walk: bool | None = None) -> None:
-        self.secure_walk = (
-            _platform_supports_secure_walk() if secure_walk is None else secure_walk
-        )
+        self.secure_walk = _platform_supports_secure_walk() if secure_walk is None else secure_walk
 
     # -- the secure walk -------------------------------------------------------
 
@@ -227,7 +225,7 @@ class FileSystem:
             os.close(fd)
 
     def rename(self, src: str, dst: str) -> None:
-        """``os.replace``: atomic, overwrites ``dst``. Between two links of one file it is a no-op."""
+        """``os.replace``: atomic, overwrites ``dst``; between two links of one file, a no-op."""
         with self._parent(src) as (src_fd, src_name), self._parent(dst) as (dst_fd, dst_name):
             os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
