@@ -37,9 +37,19 @@ class ExpectedError:
         return str(getattr(self.exception, "code", ""))
 
 
-def _is_test_outcome(exc: BaseException) -> bool:
-    # Assertion failures and pytest outcomes raised inside the block are the clause's own.
-    return isinstance(exc, AssertionError) or type(exc).__module__.startswith("_pytest")
+# pytest's outcome exceptions (fail, skip, xfail, exit); their classes claim to live in
+# "builtins", so they are recognised by identity, not by module.
+TEST_OUTCOMES: tuple[type[BaseException], ...] = (
+    pytest.fail.Exception,
+    pytest.skip.Exception,
+    pytest.xfail.Exception,
+    pytest.exit.Exception,
+)
+
+
+def is_test_outcome(exc: BaseException) -> bool:
+    """An assertion failure or a pytest outcome: raised by the clause, not the implementation."""
+    return isinstance(exc, (AssertionError, *TEST_OUTCOMES))
 
 
 @contextmanager
@@ -54,7 +64,7 @@ def raises_code(*codes: str) -> Iterator[ExpectedError]:
     try:
         yield caught
     except BaseException as exc:
-        if _is_test_outcome(exc) or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        if is_test_outcome(exc) or isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         code = getattr(exc, "code", None)
         if not is_error_code(code):

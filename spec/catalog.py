@@ -11,6 +11,7 @@ import ast
 import importlib
 import pkgutil
 from pathlib import Path
+from types import ModuleType
 
 import editspec.spec as _package
 from editspec.spec._clauses import LEVELS, REGISTRY, Clause, clause_of
@@ -119,6 +120,14 @@ def _test_functions(module_file: Path) -> list[str]:
     return names
 
 
+def _module_clauses(module: ModuleType) -> list[Clause]:
+    found = [clause_of(value) for value in vars(module).values()]
+    for value in vars(module).values():
+        if isinstance(value, type):
+            found += [clause_of(member) for member in vars(value).values()]
+    return [item for item in found if item is not None]
+
+
 def _forbidden_imports(module_file: Path) -> list[str]:
     tree = ast.parse(module_file.read_text(encoding="utf-8"))
     found = []
@@ -132,13 +141,25 @@ def _forbidden_imports(module_file: Path) -> list[str]:
     return found
 
 
-def self_check(catalog_file: Path | None = CATALOG_FILE) -> list[str]:
-    """Every problem of the suite's own catalog (an empty list when it is sound)."""
+def self_check(
+    catalog_file: Path | None = CATALOG_FILE,
+    *,
+    modules: list[ModuleType] | None = None,
+    clauses: list[Clause] | None = None,
+) -> list[str]:
+    """Every problem of the suite's own catalog (an empty list when it is sound).
+
+    By default it checks the suite's modules and the whole registry; ``modules`` and
+    ``clauses`` let a test check a constructed suite instead.
+    """
     problems: list[str] = []
-    clauses = load()
+    if modules is None:
+        clauses = load() if clauses is None else clauses
+        modules = [importlib.import_module(name) for name in clause_modules()]
+    elif clauses is None:
+        clauses = [c for m in modules for c in _module_clauses(m)]
     seen: dict[str, str] = {}
-    for name in clause_modules():
-        module = importlib.import_module(name)
+    for module in modules:
         module_file = Path(module.__file__ or "")
         for function_name in _test_functions(module_file):
             obj: object = module

@@ -186,7 +186,7 @@ class OsInterceptor:
                 setattr(_fcntl, name, self._refusing(name, original))
         self._io_open = io.open
         self._builtin_open = builtins.open
-        io.open = self._open_file  # type: ignore[assignment]
+        io.open = self._open_file
         builtins.open = self._open_file
         return self
 

@@ -194,7 +194,7 @@ def _differences(before: Snapshot, after: Snapshot) -> list[str]:
         elif old.data != new.data:
             problems.append(f"{rel} changed content ({_short(old.data)} -> {_short(new.data)})")
         elif old.mode != new.mode:
-            problems.append(f"{rel} changed mode {old.mode:#o} -> {new.mode:#o}")  # type: ignore[str-format]
+            problems.append(f"{rel} changed mode {old.mode or 0:#o} -> {new.mode or 0:#o}")
         else:
             problems.append(f"{rel} changed link target {old.target!r} -> {new.target!r}")
     return problems

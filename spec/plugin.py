@@ -230,24 +230,26 @@ def _skip_reason(report: pytest.TestReport) -> str:
 
 
 def _exception_outcome(excinfo: pytest.ExceptionInfo[BaseException] | None) -> tuple[str, str]:
-    from editspec.spec._assertions import UncodedError
+    from editspec.spec._assertions import UncodedError, is_test_outcome
     from editspec.spec.contract import is_error_code
     from editspec.spec.report import ERROR, FAIL
 
     if excinfo is None:
         return FAIL, ""
     exc = excinfo.value
-    message = excinfo.exconly()
+    if isinstance(exc, AssertionError):
+        outcome, message = FAIL, excinfo.exconly()
+    elif is_test_outcome(exc) or isinstance(exc, UncodedError):
+        outcome = FAIL if is_test_outcome(exc) else ERROR
+        message = str(getattr(exc, "msg", None) or exc)
+    elif is_error_code(getattr(exc, "code", None)):
+        # A coded error where the clause expected success: the behaviour, not a crash.
+        outcome, message = FAIL, f"unexpected error {exc}"
+    else:
+        outcome, message = ERROR, f"{type(exc).__name__}: {exc}"
     if len(message) > 2000:
         message = message[:2000] + " ..."
-    if isinstance(exc, AssertionError) or type(exc).__module__.startswith("_pytest"):
-        return FAIL, message
-    if isinstance(exc, UncodedError):
-        return ERROR, message
-    if is_error_code(getattr(exc, "code", None)):
-        # A coded error where the clause expected success: the behaviour, not a crash.
-        return FAIL, message
-    return ERROR, message
+    return outcome, message
 
 
 def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> tuple[str | None, str]:
@@ -307,9 +309,10 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def _record_phase(state: EditspecState, report: pytest.TestReport) -> None:
-    data = next((value for key, value in report.user_properties if key == PROPERTY), None)
-    if data is None:
+    found = next((value for key, value in report.user_properties if key == PROPERTY), None)
+    if not isinstance(found, dict):
         return
+    data: dict[str, Any] = found
     from editspec.spec.report import worst
 
     phase = state.phases.setdefault(
