@@ -34,14 +34,18 @@ class AccessTracker:
         self, session_id: str, key: str, *, sha256: str, size: int, mtime_ns: int, full: bool
     ) -> None:
         """Remember what this session saw. A partial read never replaces a full record."""
-        record = AccessRecord(canonical_key=key, sha256=sha256, size=size, mtime_ns=mtime_ns, full=full)
+        record = AccessRecord(
+            canonical_key=key, sha256=sha256, size=size, mtime_ns=mtime_ns, full=full
+        )
         with self._lock:
             previous = self._records.get((session_id, key))
             if not full and previous is not None and previous.full and previous.sha256 == sha256:
                 return
             self._records[(session_id, key)] = record
 
-    def record_write(self, session_id: str, key: str, *, sha256: str, size: int, mtime_ns: int) -> None:
+    def record_write(
+        self, session_id: str, key: str, *, sha256: str, size: int, mtime_ns: int
+    ) -> None:
         """After the session's own write the next edit needs no re-read. Spec: TRACK-*."""
         self.record_read(session_id, key, sha256=sha256, size=size, mtime_ns=mtime_ns, full=True)
 

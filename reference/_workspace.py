@@ -65,7 +65,9 @@ class Workspace:
         makedirs(self.fs, os.path.abspath(state))
         self.state_dir: str = self.fs.realpath(os.path.abspath(state))
         # Everything this workspace keeps is partitioned by the hash of its canonical root.
-        self.root_hash: str = hashlib.sha256(self.root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        self.root_hash: str = hashlib.sha256(
+            self.root.encode("utf-8", "surrogateescape")
+        ).hexdigest()[:16]
         self.journal_dir: str = os.path.join(self.state_dir, "journal", self.root_hash)
         self.locks = LockTable(self)
         self.access = AccessTracker()
@@ -244,4 +246,3 @@ class Session:
 
         self.workspace.ensure_writable()
         return rewind(self, message_id)
-
