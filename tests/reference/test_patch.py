@@ -673,3 +673,11 @@ def test_paths_through_a_linked_directory_are_fine(root: Path, ws: Workspace, s1
     s1.read("linked/f.txt")
     s1.apply_patch(patch("*** Delete File: linked/f.txt\n"))
     assert tree(root) == {"linked": "real", "real": None}
+
+
+def test_bad_arguments(root: Path, ws: Workspace, s1: Session) -> None:
+    put(root, "a.txt", b"a\n")
+    s1.read("a.txt")
+    text = patch("*** Update File: a.txt\n@@\n-a\n+b\n")
+    fails_unchanged(ws, "INVALID_ARGUMENT", lambda: s1.apply_patch(b"x"), root)  # type: ignore[arg-type]
+    fails_unchanged(ws, "INVALID_ARGUMENT", lambda: s1.apply_patch(text, message_id=""), root)

@@ -411,3 +411,18 @@ def test_a_crash_at_any_step_of_a_rewind_recovers_all_before_or_all_after(
             session.rewind("m1")
         assert files(root) == states[0], f"crash at operation {n}"
     assert outcomes["before"] and outcomes["after"]
+
+
+def test_changes_that_cancel_out_only_move_the_history(
+    root: Path, ws: Workspace, s1: Session
+) -> None:
+    put(root, "a.txt", b"a0\n")
+    s1.read("a.txt")
+    s1.write("a.txt", "a1\n", message_id="m1")
+    s1.write("a.txt", "a0\n", message_id="m2")
+    result = s1.rewind("m1")
+    assert result.restored == ()
+    assert files(root) == {"a.txt": b"a0\n"}
+    assert ws.snapshots.history("s1").live == ()
+    assert s1.rewind("m2").restored == ()
+    assert leftovers(ws) == []

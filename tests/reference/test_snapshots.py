@@ -183,6 +183,52 @@ def test_a_tampered_record_is_corrupt(workspace: Workspace) -> None:
     assert info.value.code == "CORRUPT_JOURNAL"
 
 
+@pytest.mark.parametrize(
+    "damage",
+    ["not json", "not an object", "unknown version", "wrong number", "other session", "bad hash"],
+)
+def test_every_kind_of_damaged_record_is_corrupt(workspace: Workspace, damage: str) -> None:
+    from editspec.reference._snapshots import _checksum
+
+    store = workspace.snapshots
+    store.record("s1", "m1", [entry("a", b"0", b"1")])
+    path = store_dir(workspace) / store.session_hash("s1") / "000000000001.json"
+    record = json.loads(path.read_text())
+    del record["checksum"]
+    if damage == "not json":
+        path.write_bytes(b"{torn")
+    elif damage == "not an object":
+        path.write_text("[1, 2]")
+    else:
+        if damage == "unknown version":
+            record["version"] = 99
+        elif damage == "wrong number":
+            record["seq"] = 7
+        elif damage == "other session":
+            record["session_id"] = "s2"
+        else:
+            record["entries"][0]["after"] = "not-a-hash"
+        record["checksum"] = _checksum(record)  # a well-formed record, wrong content
+        path.write_text(json.dumps(record))
+    fresh = Workspace(workspace.root, workspace.state_dir)
+    with pytest.raises(ToolError) as info:
+        fresh.snapshots.history("s1")
+    assert info.value.code == "CORRUPT_JOURNAL"
+
+
+def test_confirm_after_a_lost_removal_keeps_one_record(workspace: Workspace) -> None:
+    """A power cut may bring back the pending name of a record already confirmed."""
+    store = workspace.snapshots
+    store.record("s1", "m1", [entry("a", b"0", b"1")], transaction_id="t1")
+    (pending,) = (store_dir(workspace) / "_pending").iterdir()
+    copy = pending.read_bytes()
+    store.confirm_transaction("t1")
+    pending.write_bytes(copy)  # the old name is back
+    store.confirm_transaction("t1")
+    assert list((store_dir(workspace) / "_pending").iterdir()) == []
+    assert [r.message_id for r in store.history("s1").live] == ["m1"]
+
+
 def test_a_damaged_blob_is_corrupt(workspace: Workspace) -> None:
     store = workspace.snapshots
     store.record("s1", "m1", [entry("a", b"0", b"1")])
