@@ -1,9 +1,11 @@
 """A worker process for multi-process clauses: builds the driver again and edits a file.
 
 Run as ``python -m editspec.spec._child JSON`` where JSON names the driver (a
-``DriverSpec``), the root, the state directory, the session id, the file, and the
-markers to insert. Each marker is inserted before the line ``END`` by one edit, after a
-full read, retried while the implementation answers STALE. Prints a JSON summary:
+``DriverSpec``), the root, the state directory, the session id, the file, the markers
+to insert, and two paths for a start barrier: the child creates ``ready`` once its
+driver is up and starts editing when ``go`` exists, so all children race from the same
+moment. Each marker is inserted before the line ``END`` by one edit, after a full read,
+retried while the implementation answers STALE. Prints a JSON summary:
 ``{"applied": [...], "errors": [...]}``.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     driver = factory(Path(args["root"]), Path(args["state_dir"]))
     try:
         session = driver.open_session(args["session"])
+        Path(args["ready"]).touch()
+        deadline = time.monotonic() + 60
+        while not Path(args["go"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
         summary = insert_markers(session, args["path"], list(args["markers"]))
     finally:
         driver.close()

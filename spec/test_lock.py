@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 from editspec.reference import EditSpec
@@ -15,6 +16,8 @@ from editspec.spec._child import insert_markers
 
 THREADS = 6
 EDITS_PER_THREAD = 4
+PROCESSES = 3
+EDITS_PER_PROCESS = 12
 
 
 def _run_threads(workers: list[Callable[[], None]], *, seconds: float = 120) -> None:
@@ -114,18 +117,22 @@ def test_threads_lose_no_write(driver, disk):
     rationale="In-process locks do not stop a second agent process (or a second IDE window) "
     "from racing the first.",
 )
-def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir):
+def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir, editspec_base):
     disk.write("shared.txt", "END\n")
     processes = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    for index in range(3):
+    go = editspec_base / "go"
+    ready = [editspec_base / f"ready-{index}" for index in range(PROCESSES)]
+    for index in range(PROCESSES):
         args = {
             "driver": driver_spec.to_dict(),
             "root": str(workspace_root),
             "state_dir": str(state_dir),
             "session": f"process-{index}",
             "path": "shared.txt",
-            "markers": [f"p{index}-{n}" for n in range(8)],
+            "markers": [f"p{index}-{n}" for n in range(EDITS_PER_PROCESS)],
+            "ready": str(ready[index]),
+            "go": str(go),
         }
         processes.append(
             subprocess.Popen(
@@ -135,6 +142,12 @@ def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir):
                 env=env,
             )
         )
+    deadline = time.monotonic() + 60
+    while not all(path.exists() for path in ready) and time.monotonic() < deadline:
+        if any(process.poll() is not None for process in processes):
+            break
+        time.sleep(0.01)
+    go.touch()
     applied: list[str] = []
     for process in processes:
         out, err = process.communicate(timeout=120)
@@ -142,7 +155,7 @@ def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir):
         summary = json.loads(out.decode().strip().splitlines()[-1])
         assert not summary["errors"], summary["errors"]
         applied += summary["applied"]
-    assert len(applied) == 24
+    assert len(applied) == PROCESSES * EDITS_PER_PROCESS
     _assert_markers_once(disk.read("shared.txt").decode(), applied)
 
 
