@@ -301,3 +301,17 @@ def test_a_failed_rewrite_keeps_the_previous_state(tmp_path: Path) -> None:
         _journal.write(fs, str(journal_dir), record(_journal.COMMITTED))
     assert os.listdir(journal_dir) == [f"{TXN}.json"]
     assert _journal.read(fs, str(journal_dir), TXN, root=ROOT).state == "preparing"
+
+
+def test_missing_fields_and_bad_values_are_corrupt() -> None:
+    body = body_of(_journal.encode(record()))
+    without_root = {key: value for key, value in body.items() if key != "root"}
+    assert "fields" in corrupt_reason(reseal(without_root))
+    assert "transaction id" in corrupt_reason(reseal({**body, "txn_id": "../../x"}))
+    for index, field, value in [
+        (2, "stage", side("gone.txt", "stage")),  # a delete publishes nothing
+        (1, "dirs_created", "new"),  # not a list
+    ]:
+        edited = json.loads(json.dumps(body))
+        edited["files"][index][field] = value
+        corrupt_reason(reseal(edited))

@@ -411,3 +411,93 @@ def test_the_hard_link_trap_when_restoring(seeded: Path, state_dir: Path) -> Non
     ws = Workspace(seeded, state_dir)
     assert tree(seeded) == BEFORE and leftovers(ws) == []
     assert os.stat(seeded / "a.txt").st_nlink == 1
+
+
+# -- snapshots and the environment ------------------------------------------------------------
+
+
+class PendingSnapshots(RecordingSnapshots):
+    def __init__(self, pending: set[str]) -> None:
+        super().__init__()
+        self.pending = pending
+
+    def pending_transactions(self) -> frozenset[str]:
+        return frozenset(self.pending)
+
+    def discard_transaction(self, txn_id: str) -> None:
+        super().discard_transaction(txn_id)
+        self.pending.discard(txn_id)
+
+
+def test_snapshots_of_a_transaction_without_journal_are_discarded(
+    seeded: Path, state_dir: Path
+) -> None:
+    txn = crash_after(seeded, state_dir, patch_changes, is_publish_of_move)
+    orphan = "0" * 32  # snapshots made, then a crash before the journal was written
+    ws = Workspace(seeded, state_dir, recover=False)
+    snapshots = PendingSnapshots({txn, orphan, "not-a-transaction-id"})
+    ws.snapshots = snapshots  # type: ignore[assignment]
+    ws.recover()
+    assert sorted(snapshots.calls) == sorted([("discard", txn), ("discard", orphan)])
+    assert tree(seeded) == BEFORE
+    snapshots.calls.clear()
+    ws.recover()  # nothing pending is left that lacks a journal
+    assert snapshots.calls == []
+
+
+def test_a_failing_snapshot_hook_keeps_the_journal(seeded: Path, state_dir: Path) -> None:
+    txn = crash_after(seeded, state_dir, patch_changes, is_commit_rename)
+
+    class Unavailable(RecordingSnapshots):
+        def confirm_transaction(self, txn_id: str) -> None:
+            raise ToolError("IO_ERROR", "store unavailable")
+
+    ws = Workspace(seeded, state_dir, recover=False)
+    ws.snapshots = Unavailable()  # type: ignore[assignment]
+    with pytest.raises(ToolError) as caught:
+        ws.recover()
+    assert caught.value.code == "IO_ERROR"
+    assert os.listdir(ws.journal_dir) == [f"{txn}.json"]  # so confirming is retried
+    ws.snapshots = RecordingSnapshots()  # type: ignore[assignment]
+    assert ws.recover().rolled_forward == (txn,)
+    assert tree(seeded) == AFTER and leftovers(ws) == []
+
+
+class Refuses(FileSystem):
+    def __init__(self, method: str, match: str) -> None:
+        super().__init__()
+        self.method, self.match, self.on = method, match, True
+
+    def unlink(self, path: str) -> None:
+        if self.on and self.method == "unlink" and self.match in path:
+            raise OSError(errno.EIO, "injected", path)
+        super().unlink(path)
+
+    def listdir(self, path: str) -> list[str]:
+        if self.on and self.method == "listdir" and self.match in path:
+            raise OSError(errno.EACCES, "injected", path)
+        return super().listdir(path)
+
+
+@pytest.mark.parametrize(
+    ("method", "match"),
+    [("unlink", ".json"), ("unlink", ".tmp"), ("listdir", "journal")],
+    ids=["journal", "journal-temp", "journal-dir"],
+)
+def test_recovery_that_cannot_touch_the_journal_directory(
+    seeded: Path, state_dir: Path, method: str, match: str
+) -> None:
+    crash_after(seeded, state_dir, patch_changes, is_publish_of_move)
+    journal_dir = Workspace(seeded, state_dir, recover=False).journal_dir
+    (Path(journal_dir) / f".{'1' * 32}.preparing.tmp").write_bytes(b"torn")
+    fs = Refuses(method, match)
+    ws = Workspace(seeded, state_dir, fs=fs, recover=False)
+    with pytest.raises(ToolError) as caught:
+        ws.recover()
+    assert caught.value.code == "IO_ERROR"
+    with pytest.raises(ToolError):
+        ws.ensure_writable()
+    fs.on = False
+    ws.recover()
+    assert tree(seeded) == BEFORE and leftovers(ws) == []
+    ws.ensure_writable()

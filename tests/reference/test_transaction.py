@@ -716,3 +716,220 @@ def test_cleanup_failure_after_commit_is_left_for_recovery(root: Path, state_dir
     assert report.rolled_forward == (txn,)
     assert tree(root) == {"a.txt": b"c"}
     assert leftovers(ws) == []
+
+
+# -- the environment misbehaving ---------------------------------------------------------------
+
+
+def test_a_target_swapped_for_a_symlink_is_stale(ws: Workspace, root: Path) -> None:
+    write(root, "real.txt", b"content\n")
+    write(root, "a.txt", b"content\n")
+    planned = wpath(ws, "a.txt")
+    (root / "a.txt").unlink()
+    (root / "a.txt").symlink_to("real.txt")
+    with pytest.raises(ToolError) as caught:
+        commit(
+            ws, [PlannedChange(op="update", target=planned, old_bytes=b"content\n", new_bytes=b"x")]
+        )
+    assert caught.value.code == "STALE"
+    assert (root / "a.txt").is_symlink() and (root / "real.txt").read_bytes() == b"content\n"
+
+
+class Flaky(FileSystem):
+    """Raise ``error`` from the named port method when ``match`` is in the path."""
+
+    def __init__(self, method: str, match: str, error: BaseException) -> None:
+        super().__init__()
+        self.method, self.match, self.error = method, match, error
+
+    def _maybe(self, name: str, *paths: str) -> None:
+        if name == self.method and any(self.match in path for path in paths):
+            raise self.error
+
+    def lstat(self, path: str) -> os.stat_result:
+        self._maybe("lstat", path)
+        return super().lstat(path)
+
+    def link(self, src: str, dst: str) -> None:
+        self._maybe("link", src, dst)
+        super().link(src, dst)
+
+    def write(self, fd: int, data: bytes) -> None:
+        self._maybe("write", "<fd>")
+        super().write(fd, data)
+
+    def lock_file(self, path: str, *, shared: bool = False) -> int:
+        self._maybe("lock_file", path)
+        return super().lock_file(path, shared=shared)
+
+
+@pytest.mark.parametrize(
+    ("fs", "code"),
+    [
+        (Flaky("lock_file", ".lock", PermissionError(errno.EACCES, "denied")), "IO_ERROR"),
+        (Flaky("lstat", "new", PermissionError(errno.EACCES, "denied")), "IO_ERROR"),
+        (Flaky("lstat", "a.txt", PermissionError(errno.EACCES, "denied")), "IO_ERROR"),
+        # a directory vanishing under the publish is the environment's doing, not a NOT_FOUND
+        (Flaky("link", "a.txt", FileNotFoundError(errno.ENOENT, "gone")), "IO_ERROR"),
+        (Flaky("write", "<fd>", ValueError("not an OSError")), "IO_ERROR"),
+    ],
+    ids=["lock", "inspect-new-dir", "inspect-target", "enoent-in-publish", "not-an-oserror"],
+)
+def test_environment_failures_become_tool_errors(
+    root: Path, state_dir: Path, fs: FileSystem, code: str
+) -> None:
+    write(root, "a.txt", b"a")
+    ws = Workspace(root, state_dir, fs=fs, recover=False)
+    before = tree(root)
+    with pytest.raises(ToolError) as caught:
+        commit(
+            ws,
+            [
+                update(ws, "a.txt", b"a", b"b"),
+                PlannedChange(op="add", target=wpath(ws, "new/x.txt"), new_bytes=b"x"),
+            ],
+        )
+    assert caught.value.code == code
+    assert tree(root) == before and dirs(root) == set()
+    assert leftovers(ws) == []
+    ws.ensure_writable()
+
+
+def test_a_failing_discard_is_reported_with_the_error(ws: Workspace, root: Path) -> None:
+    write(root, "a.txt", b"a")
+
+    class BrokenStore(RecordingSnapshots):
+        def discard_transaction(self, txn_id: str) -> None:
+            raise ToolError("IO_ERROR", "store unavailable")
+
+    ws.snapshots = BrokenStore()  # type: ignore[assignment]
+
+    def on_prepared(txn_id: str) -> None:
+        raise ToolError("IO_ERROR", "snapshot failed")
+
+    with pytest.raises(ToolError, match="snapshot failed") as caught:
+        commit(ws, [update(ws, "a.txt", b"a", b"b")], on_prepared=on_prepared)
+    assert "store unavailable" in caught.value.details["snapshot_discard_error"]
+    assert tree(root) == {"a.txt": b"a"}
+
+
+class NothingRemovable(FileSystem):
+    """After the failure, nothing can be unlinked, renamed or removed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def unlink(self, path: str) -> None:
+        if self.broken or path.endswith("d.txt"):
+            self.broken = True
+            raise OSError(errno.EROFS, "read-only", path)
+        super().unlink(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        if self.broken:
+            raise OSError(errno.EROFS, "read-only", src)
+        super().rename(src, dst)
+
+    def rmdir(self, path: str) -> None:
+        if self.broken:
+            raise OSError(errno.EROFS, "read-only", path)
+        super().rmdir(path)
+
+
+def test_a_rollback_names_every_path_it_could_not_undo(root: Path, state_dir: Path) -> None:
+    write(root, "a.txt", b"a")
+    write(root, "d.txt", b"d")
+    write(root, "m.txt", b"m")
+    fs = NothingRemovable()
+    ws = Workspace(root, state_dir, fs=fs)
+    with pytest.raises(ToolError) as caught:
+        commit(
+            ws,
+            [
+                PlannedChange(op="add", target=wpath(ws, "n/added.txt"), new_bytes=b"n"),
+                PlannedChange(
+                    op="move",
+                    target=wpath(ws, "m.txt"),
+                    move_to=wpath(ws, "n/m2.txt"),
+                    old_bytes=b"m",
+                    new_bytes=b"M",
+                ),
+                update(ws, "a.txt", b"a", b"A"),
+                PlannedChange(op="delete", target=wpath(ws, "d.txt"), old_bytes=b"d"),
+            ],
+        )
+    details = caught.value.details
+    assert caught.value.code == "IO_ERROR"
+    not_restored = details["not_restored"]
+    # backups that cannot be renamed back, added files, the stage of d.txt's neighbours
+    # and the created directory: every one is named
+    assert {"a.txt", "m.txt", "d.txt", "n/added.txt", "n/m2.txt", "n"} <= set(not_restored)
+    fs.broken = False
+    fs.unlink = FileSystem.unlink.__get__(fs)  # type: ignore[method-assign]
+    report = ws.recover()
+    assert report.rolled_back == (details["transaction"],)
+    assert tree(root) == {"a.txt": b"a", "d.txt": b"d", "m.txt": b"m"}
+    assert dirs(root) == set() and leftovers(ws) == []
+
+
+def test_a_restore_that_leaves_its_backup_is_not_success(root: Path, state_dir: Path) -> None:
+    """``rename`` between two links of one file does nothing and reports success (POSIX):
+    the backup name must be gone afterwards, whatever rename said."""
+    write(root, "a.txt", b"a")
+    write(root, "d.txt", b"d")
+
+    class SilentRename(FileSystem):
+        def unlink(self, path: str) -> None:
+            if path.endswith("d.txt"):
+                raise OSError(errno.EIO, "injected", path)
+            super().unlink(path)
+
+        def rename(self, src: str, dst: str) -> None:
+            if not src.endswith(".backup"):
+                super().rename(src, dst)  # a backup "restored" by a rename that did nothing
+
+    ws = Workspace(root, state_dir, fs=SilentRename())
+    with pytest.raises(ToolError) as caught:
+        commit(
+            ws,
+            [
+                update(ws, "a.txt", b"a", b"A"),
+                PlannedChange(op="delete", target=wpath(ws, "d.txt"), old_bytes=b"d"),
+            ],
+        )
+    assert caught.value.code == "IO_ERROR"
+    assert caught.value.details["not_restored"] == ["a.txt"]
+    assert "still present" in caught.value.details["failures"]["a.txt"]
+
+
+def test_a_restore_racing_into_a_link_of_its_backup(root: Path, state_dir: Path) -> None:
+    """If the target became a link of the backup just before the rename, the rename is
+    a no-op; the backup is then removed, and the target holds the old bytes."""
+    write(root, "a.txt", b"a")
+    write(root, "d.txt", b"d")
+
+    class LinkThenRename(FileSystem):
+        def unlink(self, path: str) -> None:
+            if path.endswith("d.txt") and os.path.exists(path):
+                raise OSError(errno.EIO, "injected", path)
+            super().unlink(path)
+
+        def rename(self, src: str, dst: str) -> None:
+            if src.endswith(".backup"):
+                os.unlink(dst)
+                os.link(src, dst)
+            super().rename(src, dst)
+
+    ws = Workspace(root, state_dir, fs=LinkThenRename())
+    with pytest.raises(ToolError) as caught:
+        commit(
+            ws,
+            [
+                update(ws, "a.txt", b"a", b"A"),
+                PlannedChange(op="delete", target=wpath(ws, "d.txt"), old_bytes=b"d"),
+            ],
+        )
+    assert caught.value.details["errno"] == errno.EIO  # the original error: rolled back
+    assert tree(root) == {"a.txt": b"a", "d.txt": b"d"}
+    assert leftovers(ws) == []
