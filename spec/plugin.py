@@ -137,7 +137,7 @@ class EditspecState:
         unknown = self.report.get("unknown_expectations")
         if unknown:
             terminalreporter.write_line(
-                "expectations name clauses that did not run: " + ", ".join(unknown)
+                "the expectations name clauses the suite does not have: " + ", ".join(unknown)
             )
 
 
@@ -362,8 +362,8 @@ def _finish(state: EditspecState) -> None:
         started=state.started_at,
         workers=int(getattr(config.option, "numprocesses", 0) or 0),
     )
-    ran = {record["id"] for record in built["clauses"]}
-    unknown = sorted(set(state.expectations) - ran)
+    known = {item.id for item in catalog.load()}
+    unknown = sorted(set(state.expectations) - known)
     if unknown:
         built["unknown_expectations"] = unknown
     state.report = built

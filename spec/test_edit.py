@@ -582,9 +582,11 @@ def test_edit_keeps_mode(session, disk):
 def test_edit_leaves_no_leftovers(session, disk):
     _prepared(session, disk, "greet.py", CODE)
     session.edit("greet.py", [EditSpec("'hello '", "'hey '")])
+    disk.assert_no_leftovers()
+    before = disk.snapshot()
     with raises_code("NO_MATCH"):
         session.edit("greet.py", [EditSpec("not there", "x")])
-    disk.assert_no_leftovers()
+    disk.assert_unchanged(before)
 
 
 @clause(
@@ -707,8 +709,10 @@ def test_mixed_endings_are_kept(session, disk):
 )
 def test_notebook_error_points_to_notebook_editing(session, disk):
     _prepared(session, disk, "analysis.ipynb", NOTEBOOK)
+    before = disk.snapshot()
     with raises_code("UNSUPPORTED") as caught:
         session.edit("analysis.ipynb", [EditSpec("x = 1", "x = 2")])
+    disk.assert_unchanged(before)
     assert "notebook" in str(caught.exception).lower()
 
 

@@ -308,11 +308,15 @@ def test_different_files_do_not_interfere(driver, disk):
 def test_failure_releases_the_lock(session, other_session, disk, external):
     disk.write("a.txt", "one\n")
     session.read("a.txt")
+    before = disk.snapshot()
     with raises_code("NO_MATCH"):
         session.edit("a.txt", [EditSpec("absent", "x")])
+    disk.assert_unchanged(before)
     external.write("a.txt", "two\n")
+    before = disk.snapshot()
     with raises_code("STALE"):
         session.edit("a.txt", [EditSpec("one", "1")])
+    disk.assert_unchanged(before)
 
     def other_edits() -> None:
         other_session.read("a.txt")

@@ -90,9 +90,11 @@ _DOTDOT_ESCAPES = (
 def test_dotdot_escape_on_read(session, disk, alias):
     _secret(alias)
     disk.mkdir("sub")
+    before = disk.snapshot()
     for path in _DOTDOT_ESCAPES:
         with raises_code("OUTSIDE_WORKSPACE"):
             session.read(path)
+    disk.assert_unchanged(before)
 
 
 @clause(
@@ -140,11 +142,13 @@ def test_escape_on_edit(session, disk, alias):
     text="A read of an absolute path outside the root fails with OUTSIDE_WORKSPACE.",
     rationale="Absolute paths bypass any check that only looks for '..'.",
 )
-def test_absolute_outside_on_read(session, alias):
+def test_absolute_outside_on_read(session, disk, alias):
     secret = _secret(alias)
+    before = disk.snapshot()
     for path in (str(secret), "/etc/passwd"):
         with raises_code("OUTSIDE_WORKSPACE"):
             session.read(path)
+    disk.assert_unchanged(before)
 
 
 @clause(
@@ -200,13 +204,15 @@ def test_prefix_sibling_is_outside(session, disk):
     rationale="A symlink in a cloned repository is the easiest way to point a tool at the "
     "user's secrets.",
 )
-def test_symlink_to_outside_file_on_read(session, alias):
+def test_symlink_to_outside_file_on_read(session, disk, alias):
     secret = _secret(alias)
     alias.symlink("innocent.txt", secret)
     alias.symlink("relative.txt", "../outside/secret.txt")
+    before = disk.snapshot()
     for path in ("innocent.txt", "relative.txt"):
         with raises_code("OUTSIDE_WORKSPACE"):
             session.read(path)
+    disk.assert_unchanged(before)
 
 
 @clause(
@@ -627,11 +633,13 @@ def test_internal_directory_link_is_usable(session, disk, alias):
     rationale="Answering NOT_FOUND for missing outside files and something else for existing "
     "ones lets an agent probe the disk beyond the root.",
 )
-def test_outside_denial_does_not_depend_on_existence(session, alias):
+def test_outside_denial_does_not_depend_on_existence(session, disk, alias):
     _secret(alias)
+    before = disk.snapshot()
     for path in ("../outside/missing.txt", str(alias.outside / "missing.txt"), "../../nowhere"):
         with raises_code("OUTSIDE_WORKSPACE"):
             session.read(path)
+    disk.assert_unchanged(before)
 
 
 @pytest.fixture(autouse=True)

@@ -309,8 +309,10 @@ def test_reread_after_stale_authorizes(session, disk, external):
     disk.write("a.py", ORIGINAL)
     session.read("a.py")
     external.write("a.py", "changed\n")
+    before = disk.snapshot()
     with raises_code("STALE"):
         session.write("a.py", "mine\n")
+    disk.assert_unchanged(before)
     session.read("a.py")
     session.write("a.py", "mine\n")
     assert disk.read("a.py") == b"mine\n"
