@@ -9,11 +9,13 @@ a ``with`` block and counts the *mutating* calls: ``open`` with ``O_CREAT``/``O_
 
 * ``count_mutations()`` runs a clean block and records the calls (``trace``).
 * ``crash_at(n)``: the n-th mutating call does not happen and the process is dead from
-  then on: every later call of an intercepted function raises ``SimulatedCrash`` (a
-  ``BaseException``, so no ``except Exception`` cleanup runs, and ``finally`` blocks
-  cannot touch the disk). At the crash every descriptor the block opened is closed, as
-  the kernel would, which also drops its ``flock`` locks. The context manager swallows
-  its own crash, so the clause goes on to restart the driver and inspect the disk.
+  then on: every later call of an intercepted function (the mutating ones, and ``open``,
+  ``close``, ``stat``, ``read``, ``listdir``, ``scandir``, ``readlink``, ``flock`` ...)
+  raises ``SimulatedCrash`` (a ``BaseException``, so no ``except Exception`` cleanup runs,
+  and ``finally`` blocks cannot touch the disk). At the crash every descriptor the block
+  opened is closed, as the kernel would, which also drops its ``flock`` locks. The context
+  manager ends the block quietly (whatever a ``finally`` raised after the crash goes with
+  it), so the clause goes on to restart the driver and inspect the disk.
 * ``fail_at(n, errno)``: the n-th mutating call raises ``OSError(errno)`` without
   reaching the disk; later calls proceed.
 * ``call_at(n, action)``: ``action()`` runs (unintercepted) just before the n-th mutating

@@ -728,3 +728,19 @@ def test_hint_on_single_match_is_ignored(session, disk):
     _prepared(session, disk, "one.py", "a = 1\nb = 2\n")
     session.edit("one.py", [EditSpec("b = 2", "b = 3", line=1)])
     assert disk.read("one.py") == b"a = 1\nb = 3\n"
+
+
+@clause(
+    "EDIT-044",
+    MUST,
+    requires={"read", "edit"},
+    text="The cascade's order decides: a single match found by an earlier strategy (trailing "
+    "whitespace) is applied even when a later strategy (whitespace runs) would match elsewhere.",
+    rationale="Running the loose strategies together turns a clear near-match into AMBIGUOUS, "
+    "or edits the look-alike.",
+)
+def test_earlier_strategy_wins(session, disk):
+    text = "a = 1   \nb = 2\n\na  =  1\nb = 2\n"
+    _prepared(session, disk, "order.py", text)
+    session.edit("order.py", [EditSpec("a = 1\nb = 2", "a = 10\nb = 20")])
+    assert disk.read("order.py") == b"a = 10\nb = 20\n\na  =  1\nb = 2\n"
