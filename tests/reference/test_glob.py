@@ -1,0 +1,232 @@
+"""Glob: pattern semantics, search root, symlinks, order and truncation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from editspec.reference import ToolError
+from tests.reference.search_trees import Link, make_tree
+
+TREE = {
+    "README.md": "",
+    "notes.md": "",
+    "setup.py": "",
+    "src": {
+        "app.py": "",
+        "util.ts": "",
+        "view.tsx": "",
+        "pkg": {"mod.py": "", "deep": {"x.py": "", "doc.md": ""}},
+    },
+    "tests": {"test_app.py": ""},
+    ".hidden.py": "",
+}
+
+
+def paths(session: Any, pattern: str, **kw: Any) -> set[str]:
+    return set(session.glob(pattern, **kw).paths)
+
+
+def error(call: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        call()
+    return caught.value.code
+
+
+@pytest.fixture
+def tree(root: Path) -> Path:
+    make_tree(root, TREE)
+    return root
+
+
+def test_star_matches_at_the_search_root_only(tree: Path, session: Any) -> None:
+    assert paths(session, "*.md") == {"README.md", "notes.md"}
+    assert paths(session, "*.py") == {"setup.py", ".hidden.py"}
+
+
+def test_globstar_matches_at_any_depth(tree: Path, session: Any) -> None:
+    assert paths(session, "**/*.py") == {
+        "setup.py",
+        ".hidden.py",
+        "src/app.py",
+        "src/pkg/mod.py",
+        "src/pkg/deep/x.py",
+        "tests/test_app.py",
+    }
+    assert paths(session, "**/deep/*.md") == {"src/pkg/deep/doc.md"}
+
+
+def test_directory_globstar_lists_everything_below(tree: Path, session: Any) -> None:
+    assert paths(session, "src/pkg/**") == {
+        "src/pkg/mod.py",
+        "src/pkg/deep",
+        "src/pkg/deep/x.py",
+        "src/pkg/deep/doc.md",
+    }
+
+
+def test_directories_match_and_a_trailing_slash_keeps_only_them(tree: Path, session: Any) -> None:
+    assert paths(session, "src/*") == {"src/app.py", "src/util.ts", "src/view.tsx", "src/pkg"}
+    assert paths(session, "src/*/") == {"src/pkg"}
+    assert paths(session, "**/") == {"src", "src/pkg", "src/pkg/deep", "tests"}
+
+
+def test_brace_alternatives(tree: Path, session: Any) -> None:
+    assert paths(session, "src/*.{ts,tsx}") == {"src/util.ts", "src/view.tsx"}
+    assert paths(session, "{src,tests}/*.py") == {"src/app.py", "tests/test_app.py"}
+
+
+def test_character_classes_and_escapes(root: Path, session: Any) -> None:
+    make_tree(root, {"a1": "", "b2": "", "c3": "", "*": "", "x*": "", "[x]": ""})
+    assert paths(session, "[ab][0-9]") == {"a1", "b2"}
+    assert paths(session, "[!a]?") == {"b2", "c3", "x*"}
+    assert paths(session, "\\*") == {"*"}
+    assert paths(session, "\\[x]") == {"[x]"}
+
+
+def test_path_selects_a_subdirectory_and_results_stay_workspace_relative(
+    tree: Path, session: Any
+) -> None:
+    assert paths(session, "*.py", path="src") == {"src/app.py"}
+    assert paths(session, "**/*.md", path="src/pkg") == {"src/pkg/deep/doc.md"}
+    assert paths(session, "*.py", path=str(tree / "src")) == {"src/app.py"}
+
+
+def test_dot_slash_and_absolute_patterns(tree: Path, session: Any) -> None:
+    assert paths(session, "./src/*.py") == {"src/app.py"}
+    assert paths(session, str(tree / "src" / "*.py")) == {"src/app.py"}
+    assert paths(session, str(tree / "src" / "pkg" / "*.py"), path="src") == {"src/pkg/mod.py"}
+    assert error(lambda: session.glob("/elsewhere/*.py")) == "INVALID_ARGUMENT"
+
+
+def test_invalid_arguments(tree: Path, session: Any) -> None:
+    assert error(lambda: session.glob("")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("../*")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("src/../../x")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("a\0b")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("./")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("*", max_results=0)) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("*", max_results=True)) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob(None)) == "INVALID_ARGUMENT"
+
+
+def test_search_root_errors(tree: Path, session: Any) -> None:
+    assert error(lambda: session.glob("*", path="missing")) == "NOT_FOUND"
+    assert error(lambda: session.glob("*", path="setup.py")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.glob("*", path="..")) == "OUTSIDE_WORKSPACE"
+    assert error(lambda: session.glob("*", path="/")) == "OUTSIDE_WORKSPACE"
+
+
+def test_a_named_ignored_directory_is_searched(root: Path, session: Any) -> None:
+    make_tree(
+        root,
+        {
+            ".gitignore": "vendor/\n*.log\n",
+            "vendor": {"lib.py": "", "x.log": ""},
+            ".git": {"HEAD": ""},
+        },
+    )
+    assert paths(session, "**") == {".gitignore"}
+    assert paths(session, "**", path="vendor") == {"vendor/lib.py"}
+    assert paths(session, "**", path=".git") == set()
+
+
+def test_symlinks_are_listed_but_never_entered(root: Path, session: Any, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    make_tree(outside, {"secret.py": ""})
+    make_tree(
+        root,
+        {
+            "real": {"a.py": ""},
+            "to_real": Link("real"),
+            "to_outside": Link(str(outside)),
+            "to_file": Link("real/a.py"),
+            "dangling.py": Link("nowhere"),
+            "loop": Link("loop"),
+            "up": Link(".."),
+        },
+    )
+    got = paths(session, "**")
+    assert got == {
+        "real",
+        "real/a.py",
+        "to_real",
+        "to_outside",
+        "to_file",
+        "dangling.py",
+        "loop",
+        "up",
+    }
+    assert paths(session, "**/*.py") == {"real/a.py", "dangling.py"}
+    assert not any("secret" in p for p in got)
+
+
+def test_a_symlinked_search_root_reports_the_callers_name(root: Path, session: Any) -> None:
+    make_tree(root, {"real": {"a.py": ""}, "alias": Link("real")})
+    assert paths(session, "*.py", path="alias") == {"alias/a.py"}
+
+
+def test_sockets_and_fifos_are_not_listed(root: Path, session: Any) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    os.mkfifo(root / "pipe")
+    (root / "file").write_text("")
+    assert paths(session, "*") == {"file"}
+
+
+def _touch(path: Path, mtime: int) -> None:
+    os.utime(path, ns=(mtime, mtime), follow_symlinks=False)
+
+
+def test_order_files_then_directories_newest_first_then_path(root: Path, session: Any) -> None:
+    make_tree(root, {"old.txt": "", "new.txt": "", "same_b": "", "same_a": "", "d1": {}, "d2": {}})
+    _touch(root / "old.txt", 1_000_000_000_000_000_000)
+    _touch(root / "new.txt", 3_000_000_000_000_000_000)
+    _touch(root / "same_a", 2_000_000_000_000_000_000)
+    _touch(root / "same_b", 2_000_000_000_000_000_000)
+    _touch(root / "d1", 1_000_000_000_000_000_000)
+    _touch(root / "d2", 2_000_000_000_000_000_000)
+    assert session.glob("*").paths == ("new.txt", "same_a", "same_b", "old.txt", "d2", "d1")
+
+
+def test_max_results_truncates_and_counts_what_it_returns(root: Path, session: Any) -> None:
+    make_tree(root, {f"f{i}.txt": "" for i in range(5)})
+    for i in range(5):
+        _touch(root / f"f{i}.txt", (i + 1) * 1_000_000_000_000_000_000)
+    result = session.glob("*.txt", max_results=2)
+    assert result.paths == ("f4.txt", "f3.txt")
+    assert result.truncated is True
+    assert result.total_matches == 2
+    full = session.glob("*.txt", max_results=5)
+    assert (full.truncated, full.total_matches, len(full.paths)) == (False, 5, 5)
+    assert session.glob("*.none").paths == ()
+
+
+def test_unicode_names(root: Path, session: Any) -> None:
+    make_tree(root, {"日本": {"ファイル.md": ""}, "é.txt": ""})
+    assert paths(session, "**/*.md") == {"日本/ファイル.md"}
+    assert paths(session, "?.txt") == {"é.txt"}  # "?" is one character in Glob patterns
+
+
+def test_deep_trees_do_not_need_recursion(root: Path, session: Any) -> None:
+    deep = root
+    for _ in range(200):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    (deep / "leaf.py").write_text("")
+    assert session.glob("**/leaf.py").paths == ("/".join(["d"] * 200) + "/leaf.py",)
+
+
+def test_literal_prefixes_prune_the_walk(tree: Path, session: Any) -> None:
+    from editspec.reference._search import GlobPattern, SearchRoot
+
+    pattern = GlobPattern("src/pkg/*.py", SearchRoot("", "", "dir", str(tree)), str(tree))
+    assert pattern.descend("src")
+    assert pattern.descend("src/pkg")
+    assert not pattern.descend("tests")
+    assert not pattern.descend("src/pkg/deep")
+    anywhere = GlobPattern("**/x.py", SearchRoot("", "", "dir", str(tree)), str(tree))
+    assert anywhere.descend("a/b/c/d")

@@ -1,0 +1,470 @@
+"""Grep: matches, files skipped, filters, truncation, cancellation and the two backends."""
+
+from __future__ import annotations
+
+import re
+import stat
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from editspec.reference import FileSystem, Limits, ToolError, Workspace, _grep_rg
+from editspec.reference._grep_query import compile_query, python_safe, required_literals, rg_safe
+from tests.reference.search_trees import Link, make_tree
+
+HAVE_RG = _grep_rg.find_rg() is not None
+BACKENDS = ["python", pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="no rg"))]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, workspace: Workspace) -> str:
+    workspace.grep_backend = request.param
+    return str(request.param)
+
+
+def hits(result: Any) -> list[tuple[str, int, int, str]]:
+    return [(m.path, m.line, m.column, m.text) for m in result.matches]
+
+
+def error(call: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        call()
+    return caught.value.code
+
+
+# -- what a match is --------------------------------------------------------------------
+
+
+def test_matches_have_path_line_column_and_text_in_order(
+    root: Path, session: Any, backend: str
+) -> None:
+    make_tree(
+        root,
+        {
+            "b.txt": "one\ntwo TODO\nthree\nTODO four\n",
+            "a.txt": "TODO first\n",
+            "sub": {"c.txt": "  TODO indented"},
+        },
+    )
+    result = session.grep("TODO")
+    assert hits(result) == [
+        ("a.txt", 1, 1, "TODO first"),
+        ("b.txt", 2, 5, "two TODO"),
+        ("b.txt", 4, 1, "TODO four"),
+        ("sub/c.txt", 1, 3, "  TODO indented"),
+    ]
+    assert result.truncated is False
+    assert result.files_searched == 3
+    assert result.backend == backend
+
+
+def test_one_match_per_line_at_the_leftmost_column(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "x TODO y TODO\n"})
+    assert hits(session.grep("TODO")) == [("f", 1, 3, "x TODO y TODO")]
+
+
+def test_columns_count_characters(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "ééé 日本 TODO\n"})
+    assert hits(session.grep("TODO")) == [("f", 1, 8, "ééé 日本 TODO")]
+
+
+def test_lines_are_searched_one_by_one(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "alpha\nbeta\n gamma\n"})
+    assert hits(session.grep(r"alpha\nbeta")) == []
+    assert hits(session.grep(r"alpha\s+beta")) == []
+    assert [h[1] for h in hits(session.grep(r"\Ab"))] == [2]
+    assert [h[1] for h in hits(session.grep(r"a\Z"))] == [1, 2, 3]
+    assert [h[1] for h in hits(session.grep(r"^\s"))] == [3]
+
+
+def test_crlf_lines_end_before_the_carriage_return(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": b"end\r\nmid\rdle\r\nlast\r"})
+    assert hits(session.grep("d$")) == [("f", 1, 3, "end")]
+    assert hits(session.grep("mid.dle")) == [("f", 2, 1, "mid\rdle")]
+    assert hits(session.grep("t$")) == [("f", 3, 4, "last")]
+
+
+def test_a_bom_is_not_part_of_the_first_line(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": b"\xef\xbb\xbfTODO\nTODO\n"})
+    assert hits(session.grep("^TODO")) == [("f", 1, 1, "TODO"), ("f", 2, 1, "TODO")]
+
+
+def test_undecodable_bytes_are_searched_as_replacement_characters(
+    root: Path, session: Any, backend: str
+) -> None:
+    make_tree(root, {"latin1": b"caf\xe9 TODO\n"})
+    assert hits(session.grep("TODO")) == [("latin1", 1, 6, "caf\ufffd TODO")]
+    assert hits(session.grep("caf.")) == [("latin1", 1, 1, "caf\ufffd TODO")]
+
+
+def test_zero_matches_is_a_success(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "nothing here\n"})
+    result = session.grep("absent")
+    assert (result.matches, result.truncated, result.files_searched) == ((), False, 1)
+
+
+def test_empty_pattern_and_empty_lines(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "a\n\nb\n", "empty": "", "newline": "\n"})
+    assert hits(session.grep("")) == [
+        ("f", 1, 1, "a"),
+        ("f", 2, 1, ""),
+        ("f", 3, 1, "b"),
+        ("newline", 1, 1, ""),
+    ]
+    assert [h[:2] for h in hits(session.grep("^$"))] == [("f", 2), ("newline", 1)]
+
+
+def test_ignore_case_follows_python(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "Todo\nTODO\nx\u0131x\nx\u0130x\nKelvin \u212a\n"})
+    assert [h[1] for h in hits(session.grep("todo", ignore_case=True))] == [1, 2]
+    # Python's re folds "i" with dotless and dotted I; ripgrep's does not: both backends
+    # must report Python's answer.
+    assert [h[1] for h in hits(session.grep("xix", ignore_case=True))] == [3, 4]
+    assert [h[1] for h in hits(session.grep("k", ignore_case=True))] == [5]
+    assert [h[1] for h in hits(session.grep("(?i)XIX"))] == [3, 4]
+
+
+def test_python_regex_features(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "abcabc\nfoo(bar)\nx1 y22 z333\n"})
+    assert [h[1] for h in hits(session.grep(r"(abc)\1"))] == [1]
+    assert hits(session.grep(r"(?<=foo)\(")) == [("f", 2, 4, "foo(bar)")]
+    assert hits(session.grep(r"\d{3}")) == [("f", 3, 9, "x1 y22 z333")]
+    assert hits(session.grep(r"(?P<w>y)(?P=w)?2")) == [("f", 3, 4, "x1 y22 z333")]
+
+
+# -- invalid arguments --------------------------------------------------------------------
+
+
+def test_invalid_arguments(root: Path, session: Any) -> None:
+    assert error(lambda: session.grep("(unclosed")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep("a{2,1}")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep(b"bytes")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep("x", max_results=0)) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep("x", include="")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep("x", deadline="soon")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep("x", path="missing")) == "NOT_FOUND"
+    assert error(lambda: session.grep("x", path="../x")) == "OUTSIDE_WORKSPACE"
+
+
+def test_unknown_backend_is_rejected(root: Path, workspace: Workspace) -> None:
+    workspace.grep_backend = "grep"
+    assert error(lambda: workspace.session("s").grep("x")) == "INVALID_ARGUMENT"
+
+
+# -- which files ------------------------------------------------------------------------
+
+
+def test_binary_files_are_skipped_by_a_nul_in_the_first_8_kib(
+    root: Path, session: Any, backend: str
+) -> None:
+    make_tree(
+        root,
+        {
+            "bin": b"TODO\0TODO\n",
+            "late": b"TODO\n" + b"a" * 9000 + b"\0\n",
+            "utf16": "TODO\n".encode("utf-16"),
+        },
+    )
+    result = session.grep("TODO")
+    assert hits(result) == [("late", 1, 1, "TODO")]
+    assert result.files_searched == 3
+
+
+def test_files_over_the_limit_are_skipped_and_counted(root: Path, state_dir: Path) -> None:
+    make_tree(root, {"small": "TODO\n", "big": "TODO " * 10 + "\n", "sub": {"big2": "x" * 50}})
+    workspace = Workspace(root, state_dir, Limits(grep_file_bytes=20))
+    for backend in ["python", "rg"] if HAVE_RG else ["python"]:
+        workspace.grep_backend = backend
+        result = workspace.session("s").grep("TODO")
+        assert hits(result) == [("small", 1, 1, "TODO")]
+        assert (result.files_searched, result.files_skipped_too_large) == (1, 2)
+
+
+def test_ignored_files_symlinks_and_dot_git_are_not_searched(
+    root: Path, session: Any, backend: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("TODO outside\n")
+    make_tree(
+        root,
+        {
+            ".gitignore": "*.log\nbuild/\n",
+            "a.log": "TODO\n",
+            "build": {"x": "TODO\n"},
+            ".git": {"config": "TODO\n"},
+            "link": Link("kept.txt"),
+            "out": Link(str(outside)),
+            "kept.txt": "TODO kept\n",
+        },
+    )
+    result = session.grep("TODO")
+    assert hits(result) == [("kept.txt", 1, 1, "TODO kept")]
+    assert result.files_searched == 2  # .gitignore and kept.txt
+
+
+def test_include_filters_by_gitignore_style_patterns(
+    root: Path, session: Any, backend: str
+) -> None:
+    make_tree(
+        root,
+        {
+            "a.py": "TODO\n",
+            "b.txt": "TODO\n",
+            "c.md": "TODO\n",
+            "src": {"d.py": "TODO\n", "tests": {"e.txt": "TODO\n"}},
+        },
+    )
+
+    def paths(include: str) -> list[str]:
+        return [m.path for m in session.grep("TODO", include=include).matches]
+
+    assert paths("*.py") == ["a.py", "src/d.py"]
+    assert paths("*.{txt,md}") == ["b.txt", "c.md", "src/tests/e.txt"]
+    assert paths("src/*.py") == ["src/d.py"]
+    assert paths("tests") == ["src/tests/e.txt"]
+    assert session.grep("TODO", include="*.py").files_searched == 2
+
+
+def test_max_results_truncates_in_path_and_line_order(
+    root: Path, session: Any, backend: str
+) -> None:
+    make_tree(root, {"b": "TODO\nTODO\n", "a": "TODO\n", "c": "TODO\n"})
+    result = session.grep("TODO", max_results=2)
+    assert [(m.path, m.line) for m in result.matches] == [("a", 1), ("b", 1)]
+    assert result.truncated is True
+    exact = session.grep("TODO", max_results=4)
+    assert (len(exact.matches), exact.truncated) == (4, False)
+
+
+def test_path_may_name_one_file_even_an_ignored_one(root: Path, session: Any, backend: str) -> None:
+    make_tree(
+        root,
+        {
+            ".gitignore": "*.log\n",
+            "x.log": "TODO\n",
+            "alias.log": Link("x.log"),
+            "d": {"y": "TODO"},
+        },
+    )
+    assert hits(session.grep("TODO", path="x.log")) == [("x.log", 1, 1, "TODO")]
+    assert hits(session.grep("TODO", path="alias.log")) == [("alias.log", 1, 1, "TODO")]
+    assert hits(session.grep("TODO", path="d")) == [("d/y", 1, 1, "TODO")]
+    assert session.grep("TODO", path="x.log", include="*.py").files_searched == 0
+
+
+def test_odd_file_names(root: Path, session: Any, backend: str) -> None:
+    make_tree(
+        root,
+        {
+            "-": "TODO dash\n",
+            "-e": "TODO option\n",
+            "a:1:b": "TODO colons\n",
+            "new\nline": "TODO newline\n",
+            "sp ace": "TODO space\n",
+        },
+    )
+    assert [m.path for m in session.grep("TODO").matches] == [
+        "-",
+        "-e",
+        "a:1:b",
+        "new\nline",
+        "sp ace",
+    ]
+
+
+def test_unreadable_files_are_skipped(root: Path, session: Any, backend: str) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads every file")
+    make_tree(root, {"locked": "TODO\n", "open": "TODO\n"})
+    (root / "locked").chmod(0)
+    try:
+        assert [m.path for m in session.grep("TODO").matches] == ["open"]
+    finally:
+        (root / "locked").chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+# -- cancellation -------------------------------------------------------------------------
+
+
+def test_a_passed_deadline_or_a_set_token_cancels(root: Path, session: Any, backend: str) -> None:
+    make_tree(root, {"f": "TODO\n"})
+    assert error(lambda: session.grep("TODO", deadline=time.monotonic() - 1)) == "CANCELLED"
+    token = threading.Event()
+    token.set()
+    assert error(lambda: session.grep("TODO", cancel=token)) == "CANCELLED"
+    assert session.grep("TODO", deadline=time.monotonic() + 60).matches
+
+
+class _CancelOnRead(FileSystem):
+    """Sets the token the first time search reads file contents."""
+
+    def __init__(self, token: threading.Event) -> None:
+        super().__init__()
+        self.token = token
+
+    def read_files(
+        self, directory: str, names: Iterable[str], *, limit: int | None = None
+    ) -> Iterator[tuple[str, bytes | OSError]]:
+        self.token.set()
+        yield from super().read_files(directory, names, limit=limit)
+
+
+def test_cancellation_during_the_search_is_an_error_not_a_partial_result(
+    root: Path, state_dir: Path
+) -> None:
+    make_tree(root, {f"d{i}": {"f": "TODO\n"} for i in range(5)})
+    token = threading.Event()
+    workspace = Workspace(root, state_dir, fs=_CancelOnRead(token))
+    workspace.grep_backend = "python"
+    assert error(lambda: workspace.session("s").grep("TODO", cancel=token)) == "CANCELLED"
+
+
+@pytest.fixture
+def fake_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    def install(script: str) -> Path:
+        path = tmp_path / "fake-rg"
+        path.write_text("#!/bin/sh\n" + script + "\n")
+        path.chmod(0o755)
+        monkeypatch.setattr(_grep_rg, "find_rg", lambda: str(path))
+        return path
+
+    return install
+
+
+def test_a_hanging_ripgrep_is_killed_at_the_deadline(
+    root: Path, workspace: Workspace, fake_rg: Any
+) -> None:
+    fake_rg("exec sleep 30")
+    make_tree(root, {"f": "TODO\n"})
+    workspace.grep_backend = "rg"
+    started = time.monotonic()
+    assert error(lambda: workspace.session("s").grep("TODO", deadline=started + 0.3)) == "CANCELLED"
+    assert time.monotonic() - started < 10
+
+
+def test_a_failing_ripgrep_falls_back_to_python_in_auto_mode(
+    root: Path, workspace: Workspace, fake_rg: Any
+) -> None:
+    fake_rg("echo broken >&2; exit 2")
+    make_tree(root, {"f": "TODO\n"})
+    workspace.grep_backend = "auto"
+    result = workspace.session("s").grep("TODO")
+    assert (hits(result), result.backend) == ([("f", 1, 1, "TODO")], "python")
+    workspace.grep_backend = "rg"
+    assert error(lambda: workspace.session("s").grep("TODO")) == "IO_ERROR"
+
+
+def test_ripgrep_output_it_was_not_asked_for_is_a_failure(
+    root: Path, workspace: Workspace, fake_rg: Any
+) -> None:
+    fake_rg("printf 'other\\0001:TODO\\n'")
+    make_tree(root, {"f": "TODO\n"})
+    workspace.grep_backend = "auto"
+    assert workspace.session("s").grep("TODO").backend == "python"
+
+
+def test_forcing_ripgrep_without_it_is_unsupported(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_grep_rg, "find_rg", lambda: None)
+    workspace.grep_backend = "rg"
+    assert error(lambda: workspace.session("s").grep("x")) == "UNSUPPORTED"
+    workspace.grep_backend = "auto"
+    assert workspace.session("s").grep("x").backend == "python"
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="no rg")
+def test_a_file_that_vanishes_before_ripgrep_reads_it_is_skipped(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_tree(root, {"gone": "TODO\n", "kept": "TODO\n"})
+    original = _grep_rg._run
+
+    def run(command: list[str], cwd: str, check: Any, stop: threading.Event) -> bytes:
+        (root / "gone").unlink(missing_ok=True)
+        return original(command, cwd, check, stop)
+
+    monkeypatch.setattr(_grep_rg, "_run", run)
+    workspace.grep_backend = "rg"
+    result = workspace.session("s").grep("TODO")
+    assert (hits(result), result.backend) == ([("kept", 1, 1, "TODO")], "rg")
+    assert result.files_searched == 2
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="no rg")
+def test_auto_uses_ripgrep_when_the_pattern_has_literals(root: Path, workspace: Workspace) -> None:
+    make_tree(root, {"f": "TODO 12\n"})
+    workspace.grep_backend = "auto"
+    session = workspace.session("s")
+    assert session.grep("TODO").backend == "rg"
+    assert session.grep(r"\d+").backend == "python"
+    workspace.grep_backend = "rg"
+    assert hits(session.grep(r"\d+")) == [("f", 1, 6, "TODO 12")]
+
+
+def test_find_rg_prefers_path_then_the_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(_grep_rg, "_lookup", {})
+    monkeypatch.setattr(_grep_rg.shutil, "which", lambda name: None)
+    monkeypatch.setattr(_grep_rg, "_packaged_rg", lambda: None)
+    assert _grep_rg.find_rg() is None
+    bogus = tmp_path / "rg"
+    bogus.write_text("#!/bin/sh\necho 'not ripgrep'\n")
+    bogus.chmod(0o755)
+    monkeypatch.setattr(_grep_rg, "_lookup", {})
+    monkeypatch.setattr(_grep_rg.shutil, "which", lambda name: str(bogus))
+    assert _grep_rg.find_rg() is None  # present but not ripgrep
+
+
+# -- required literals ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "expected"),
+    [
+        ("TODO", 0, {("TODO", False)}),
+        (r"foo\w+barbaz", 0, {("barbaz", False)}),
+        ("(get|set)Item", 0, {("Item", False)}),
+        ("get|set", 0, {("get", False), ("set", False)}),
+        ("a|b*", 0, None),
+        (r"\d+", 0, None),
+        ("(?:ab)+c", 0, {("ab", False)}),
+        ("(?:ab)*c", 0, {("c", False)}),
+        ("(?i)todo", 0, {("todo", True)}),
+        ("(?i:ab)cd", 0, {("cd", False)}),
+        ("todo", re.IGNORECASE, {("todo", True)}),
+        ("(?=x)y", 0, {("y", False)}),
+        ("(?>abc)", 0, {("abc", False)}),
+        ("", 0, None),
+        ("a\nb", 0, {("a", False)}),
+    ],
+)
+def test_required_literals(
+    pattern: str, flags: int, expected: set[tuple[str, bool]] | None
+) -> None:
+    found = required_literals(pattern, flags, python_safe)
+    assert (set(found) if found is not None else None) == expected
+
+
+def test_ripgrep_literals_avoid_what_ripgrep_treats_differently() -> None:
+    assert required_literals("identifier", re.IGNORECASE, rg_safe) == frozenset({("dent", True)})
+    assert required_literals("x\u0131yy", re.IGNORECASE, rg_safe) == frozenset({("yy", True)})
+    assert required_literals("ab\0cdef", 0, rg_safe) == frozenset({("cdef", False)})
+    assert required_literals("a\ufffdbc", 0, rg_safe) == frozenset({("bc", False)})
+    assert required_literals("é", 0, rg_safe) == frozenset({("é", False)})
+    assert required_literals("é", re.IGNORECASE, rg_safe) is None
+
+
+def test_every_match_of_a_query_contains_one_of_its_literals() -> None:
+    query = compile_query("(foo|bar)[0-9]+baz")
+    assert query.literals is not None
+    for text in ["foo1baz", "bar22baz"]:
+        assert query.regex.search(text)
+        assert any(literal in text for literal, _ in query.literals)
