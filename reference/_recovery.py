@@ -37,7 +37,8 @@ from editspec.reference import _errors, _journal
 from editspec.reference._errors import ToolError
 from editspec.reference._journal import JournalRecord
 from editspec.reference._results import RecoveryReport
-from editspec.reference._transaction import ROLL_BACK, RollbackIncomplete, settle, snapshot_hook
+from editspec.reference._rollback import RollbackIncomplete
+from editspec.reference._transaction import ROLL_BACK, settle, snapshot_hook
 
 if TYPE_CHECKING:
     from editspec.reference._workspace import Workspace

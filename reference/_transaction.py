@@ -3,8 +3,10 @@
 Rules
 -----
 * Every state change of a transaction happens in this file: its journal is written,
-  files are staged, backed up, published, committed, rolled back and finished here.
-  ``_recovery`` only finds journals and calls ``roll_back`` / ``finish``.
+  files are staged, backed up, published and committed here, and here it is decided
+  when a transaction is rolled back or finished (the file effects of undoing and
+  finishing are ``_rollback``'s). ``_recovery`` only finds journals and calls
+  ``settle``.
 * Before the commit point a failure is undone in-process and the original error is
   raised; from the commit point on the change stands and nothing is undone.
 * A ``BaseException`` that is not an ``Exception`` (a crash, an interrupt) runs no
@@ -40,8 +42,6 @@ so a crash during recovery is repaired by the next recovery.
 
 from __future__ import annotations
 
-import errno as _errno
-import hashlib
 import os
 import secrets
 import stat
@@ -56,6 +56,14 @@ from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference._journal import COMMITTED, PREPARING, JournalEntry, JournalRecord
 from editspec.reference._paths import WorkspacePath
+from editspec.reference._rollback import (
+    Owned,
+    RollbackIncomplete,
+    finish,
+    relative_to,
+    roll_back,
+    sha256_hex,
+)
 
 if TYPE_CHECKING:
     from editspec.reference._workspace import Workspace
@@ -116,24 +124,6 @@ class PlannedChange:
     mode: int | None = None  # permission bits of the published file (kept from the old one)
 
 
-class RollbackIncomplete(Exception):
-    """A rollback or finish could not complete; ``failures`` maps relative paths to reasons."""
-
-    def __init__(self, failures: Mapping[str, str]) -> None:
-        super().__init__(", ".join(f"{path}: {reason}" for path, reason in failures.items()))
-        self.failures = dict(failures)
-
-
-@attrs.define
-class Owned:
-    """What this process made during a publish; an in-process rollback undoes only these."""
-
-    stages: set[str] = attrs.Factory(set)
-    backups: set[str] = attrs.Factory(set)
-    dirs: set[str] = attrs.Factory(set)
-    published: set[str] = attrs.Factory(set)  # added files linked into place
-
-
 @attrs.frozen(kw_only=True)
 class _Step:
     """A journal entry with absolute paths and the bytes it needs."""
@@ -158,18 +148,6 @@ class _Plan:
 def new_transaction_id() -> str:
     """Time-ordered (recovery rolls back newest first) and unguessable."""
     return f"{time.time_ns():016x}{secrets.token_hex(8)}"
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def absolute(root: str, relative: str) -> str:
-    return os.path.join(root, *relative.split("/"))
-
-
-def relative_to(root: str, path: str) -> str:
-    return os.path.relpath(path, root).replace(os.sep, "/")
 
 
 def _inside(root: str, path: str) -> bool:
@@ -624,152 +602,6 @@ def snapshot_hook(workspace: Workspace, name: str, txn_id: str) -> None:
     method = getattr(workspace.snapshots, name, None)
     if callable(method):
         method(txn_id)
-
-
-# -- roll back and finish: shared by the abort and by recovery -----------------------------
-
-
-def roll_back(
-    fs: FileSystem, root: str, record: JournalRecord, *, owned: Owned | None = None
-) -> list[str]:
-    """Put every path back as it was before ``record``; return the leftovers removed.
-
-    Idempotent. With ``owned`` (in-process) only what this process made is touched;
-    recovery trusts the journal's names, which ``_journal.decode`` has checked.
-    Raises ``RollbackIncomplete`` naming every path it could not restore.
-    """
-    failures: dict[str, str] = {}
-    cleaned: list[str] = []
-    synced: set[str] = set()
-    for entry in record.entries:
-        if entry.backup is None:
-            continue
-        path, backup = absolute(root, entry.path), absolute(root, entry.backup)
-        if owned is not None and backup not in owned.backups:
-            continue
-        try:
-            if _restore(fs, path, backup):
-                synced.add(os.path.dirname(path))
-        except OSError as exc:
-            failures[entry.path] = f"backup not restored: {exc}"
-    for entry in record.entries:
-        if entry.existed:
-            continue
-        path = absolute(root, entry.path)
-        if owned is not None and path not in owned.published:
-            continue
-        try:
-            if _remove_if_hash(fs, path, entry.new_sha256):
-                synced.add(os.path.dirname(path))
-        except OSError as exc:
-            failures[entry.path] = f"added file not removed: {exc}"
-    for entry in record.entries:
-        if entry.stage is None:
-            continue
-        stage = absolute(root, entry.stage)
-        if owned is not None and stage not in owned.stages:
-            continue
-        try:
-            if fs.lexists(stage):
-                fs.unlink(stage)
-                cleaned.append(entry.stage)
-                synced.add(os.path.dirname(stage))
-        except OSError as exc:
-            failures[entry.stage] = f"stage file not removed: {exc}"
-    created = {directory for entry in record.entries for directory in entry.dirs_created}
-    for relative in sorted(created, key=lambda d: (-d.count("/"), d)):
-        directory = absolute(root, relative)
-        if owned is not None and directory not in owned.dirs:
-            continue
-        try:
-            if fs.lexists(directory):
-                fs.rmdir(directory)
-            synced.add(os.path.dirname(directory))
-        except OSError as exc:
-            if exc.errno not in (_errno.ENOTEMPTY, _errno.EEXIST):
-                failures[relative] = f"created directory not removed: {exc}"
-            # Not empty: it holds files this transaction did not make; they stay.
-    _sync_existing(fs, root, synced, failures)
-    if failures:
-        raise RollbackIncomplete(failures)
-    return cleaned
-
-
-def finish(fs: FileSystem, root: str, record: JournalRecord) -> list[str]:
-    """Remove the backups and stage files a committed transaction left; idempotent."""
-    failures: dict[str, str] = {}
-    cleaned: list[str] = []
-    synced: set[str] = set()
-    for entry in record.entries:
-        for side in (entry.backup, entry.stage):
-            if side is None:
-                continue
-            path = absolute(root, side)
-            try:
-                if fs.lexists(path):
-                    fs.unlink(path)
-                    cleaned.append(side)
-                    synced.add(os.path.dirname(path))
-            except OSError as exc:
-                failures[side] = f"not removed: {exc}"
-    _sync_existing(fs, root, synced, failures)
-    if failures:
-        raise RollbackIncomplete(failures)
-    return cleaned
-
-
-def _sync_existing(
-    fs: FileSystem, root: str, directories: set[str], failures: dict[str, str]
-) -> None:
-    for directory in sorted(directories):
-        try:
-            if fs.lexists(directory):
-                fs.fsync_dir(directory)
-        except OSError as exc:
-            failures[relative_to(root, directory) or "."] = f"directory not synced: {exc}"
-
-
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def _restore(fs: FileSystem, path: str, backup: str) -> bool:
-    """Bring the backup's file back at ``path``; False if there is no backup (any more)."""
-    try:
-        kept = fs.lstat(backup)
-    except (FileNotFoundError, NotADirectoryError):
-        return False  # never made, or restored by an earlier (interrupted) recovery
-    try:
-        current: os.stat_result | None = fs.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        current = None
-    if current is not None and _same_file(current, kept):
-        # The target is still the old file: drop the extra link. Renaming would be the
-        # POSIX no-op between two links of one file and leave the backup behind.
-        fs.unlink(backup)
-    else:
-        fs.rename(backup, path)
-    if fs.lexists(backup):
-        if _same_file(fs.lstat(path), fs.lstat(backup)):
-            fs.unlink(backup)
-        else:
-            raise OSError(_errno.EIO, "backup still present after restoring", backup)
-    return True
-
-
-def _remove_if_hash(fs: FileSystem, path: str, expected_sha256: str | None) -> bool:
-    """Remove a file this transaction added, only if it holds the planned new content."""
-    try:
-        info = fs.lstat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return False
-        data = fs.read_bytes(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    if sha256_hex(data) != expected_sha256:
-        return False  # not ours: something else was created there
-    fs.unlink(path)
-    return True
 
 
 # -- recovery of one journal ---------------------------------------------------------------
