@@ -151,6 +151,11 @@ def state_of(config: pytest.Config) -> EditspecState:
 def pytest_configure(config: pytest.Config) -> None:
     from editspec.spec.drivers import DriverLoadError
 
+    config.addinivalue_line(
+        "markers",
+        "editspec_clause(id, level, requires): the clause a conformance test checks "
+        "(added by the editspec plugin; select with -m editspec_clause or -k CLAUSE-ID)",
+    )
     state = EditspecState(config)
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "editspec-state")
@@ -191,6 +196,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = _clause(item)
         if found is None:
             continue
+        item.add_marker(
+            pytest.mark.editspec_clause(
+                found.id, level=found.level, requires=sorted(found.requires)
+            )
+        )
         item.extra_keyword_matches.update({found.id, found.area, found.level})
         item.user_properties.append(("clause", found.id))
         expectation = state.expectations.get(found.id)
