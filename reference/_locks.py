@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from editspec.reference._errors import from_oserror
 from editspec.reference._fs import makedirs
 
 if TYPE_CHECKING:
@@ -83,9 +84,14 @@ class LockTable:
             held = self._local.held = {}
         return held
 
-    def _lock_file(self, name: str) -> str:
-        makedirs(self._workspace.fs, self._lock_dir)
-        return os.path.join(self._lock_dir, name)
+    def _take(self, name: str, *, shared: bool = False) -> int:
+        """Open and flock one lock file; an environment failure is IO_ERROR, not a bare OSError."""
+        path = os.path.join(self._lock_dir, name)
+        try:
+            makedirs(self._workspace.fs, self._lock_dir)
+            return self._workspace.fs.lock_file(path, shared=shared)
+        except OSError as exc:
+            raise from_oserror(exc, path, action="lock") from exc
 
     @contextlib.contextmanager
     def hold(self, keys: Iterable[str]) -> Iterator[None]:
@@ -101,7 +107,7 @@ class LockTable:
                 if held.get(key, 0) == 0:
                     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
                     try:
-                        handle = fs.lock_file(self._lock_file(f"{digest}.lock"))
+                        handle = self._take(f"{digest}.lock")
                     except BaseException:
                         lock.release()
                         raise
@@ -125,7 +131,7 @@ class LockTable:
             depth = getattr(self._local, "guard_depth", 0)
             handle = None
             if depth == 0:
-                handle = fs.lock_file(self._lock_file("workspace.lock"), shared=not exclusive)
+                handle = self._take("workspace.lock", shared=not exclusive)
             self._local.guard_depth = depth + 1
             try:
                 yield
