@@ -12,7 +12,8 @@ with the protocol's "resource not found" error (-32002), as editors do.
 
 Faults (``ClientFault``), matched against the n-th call of a method (1-based, counted
 since ``arm()``; ``through`` extends one fault over a range of calls, ``None`` meaning
-only ``at``, ``FOREVER`` every later call):
+only ``at``, ``FOREVER`` every later call). Method ``readback`` counts only the reads
+that are read-backs: the first read of a path after a write call for it.
 
 * ``fail``: the call is answered with a JSON-RPC error, and a write stores nothing;
 * ``drop`` (write): answered as a success, nothing stored;
@@ -37,11 +38,16 @@ import attrs
 
 READ = "read"
 WRITE = "write"
+READBACK = "readback"
 FOREVER = 1 << 62
 MARKER = "\n# changed by another writer\n"
 STREAM_LIMIT = 64 * 1024 * 1024
 DEFAULT_SESSION = "editspec-remote"
-_ACTIONS = {READ: ("fail", "corrupt", "change"), WRITE: ("fail", "drop", "garble", "change")}
+_ACTIONS = {
+    READ: ("fail", "corrupt", "change"),
+    READBACK: ("fail", "corrupt", "change"),
+    WRITE: ("fail", "drop", "garble", "change"),
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -92,6 +98,8 @@ class FakeAcpClient:
         self.log: list[ClientCall] = []
         self.reads = 0
         self.writes = 0
+        self.readbacks = 0
+        self._written: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._connections: list[Any] = []
@@ -142,6 +150,8 @@ class FakeAcpClient:
             self.faults = list(faults)
             self.reads = 0
             self.writes = 0
+            self.readbacks = 0
+            self._written.clear()
 
     def paths_asked(self) -> set[str]:
         with self._lock:
@@ -170,6 +180,10 @@ class FakeAcpClient:
             self.reads += 1
             number = self.reads
             fault = self._fault(READ, number)
+            if path in self._written:
+                self._written.discard(path)
+                self.readbacks += 1
+                fault = self._fault(READBACK, self.readbacks) or fault
             if fault is not None and fault.action == "change":
                 self._change(fault, path)
             if fault is not None and fault.action == "fail":
@@ -196,6 +210,7 @@ class FakeAcpClient:
         with self._lock:
             self.writes += 1
             number = self.writes
+            self._written.add(path)
             fault = self._fault(WRITE, number)
             outcome = "ok"
             if fault is not None and fault.action == "change":

@@ -6,10 +6,13 @@ stale-read detection, atomic writes, journaled all-or-nothing patches, crash
 recovery and crash-safe rewind.
 """
 
+from editspec.reference._acp import AcpChannel, AcpFileService
 from editspec.reference._errors import ERROR_CODES, ToolError
+from editspec.reference._fileservice import FileService, LocalFileService
 from editspec.reference._fs import FileSystem
 from editspec.reference._limits import Limits
 from editspec.reference._paths import WorkspacePath
+from editspec.reference._remote import RemoteSession, RemoteWorkspace
 from editspec.reference._results import (
     EditResult,
     EditSpec,
@@ -32,9 +35,12 @@ from editspec.reference._workspace import Session, Workspace
 
 __all__ = [
     "ERROR_CODES",
+    "AcpChannel",
+    "AcpFileService",
     "EditResult",
     "EditSpec",
     "FileChange",
+    "FileService",
     "FileSystem",
     "GlobResult",
     "GrepMatch",
@@ -43,9 +49,12 @@ __all__ = [
     "Limits",
     "ListEntry",
     "ListResult",
+    "LocalFileService",
     "PatchResult",
     "ReadResult",
     "RecoveryReport",
+    "RemoteSession",
+    "RemoteWorkspace",
     "Replacement",
     "RestoredFile",
     "RewindResult",

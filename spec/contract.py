@@ -8,13 +8,14 @@ results with these attribute names. Change any of it only with a bump of
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-CONTRACT_VERSION = "1.0"
+CONTRACT_VERSION = "1.1"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook)
 
 # -- capabilities and profiles ---------------------------------------------------
 
@@ -180,6 +181,18 @@ RESULT_FIELDS: Mapping[str, tuple[str, ...]] = {
     "RewindResult": ("restored",),
     "RestoredFile": ("path", "action"),
     "RecoveryReport": ("rolled_back", "rolled_forward", "cleaned"),
+    "NotebookResult": (
+        "path",
+        "mode",
+        "cell_id",
+        "index",
+        "cell_type",
+        "old_sha256",
+        "new_sha256",
+        "bytes_written",
+        "diff",
+        "snapshot_created",
+    ),
 }
 
 
@@ -274,6 +287,34 @@ class Driver(Protocol):
     def recover(self) -> Any: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RemoteDriver(Protocol):
+    """What a driver that declares ``remote_acp`` adds (contract 1.1; REMOTE-* clauses).
+
+    ``channel`` is a connected stream socket; its peer is an Agent Client Protocol client
+    (newline-delimited JSON-RPC 2.0) that answers ``fs/read_text_file`` and
+    ``fs/write_text_file`` for ``acp_session_id`` and holds the files under ``root`` (an
+    absolute path in the client's terms). The driver speaks as the agent on it, owns it
+    from this call on, and closes it in ``close()``. The returned session reaches its
+    files only through those two calls; each call of this method gets its own channel.
+    A failed remote change raises an error whose ``details["files"]`` lists every file of
+    the change as ``{"path", "state"}``, ``state`` one of ``REMOTE_FILE_STATES``.
+    """
+
+    def open_remote_session(
+        self, session_id: str, *, channel: socket.socket, acp_session_id: str, root: str
+    ) -> Session: ...
+
+
+REMOTE_FILE_STATES: tuple[str, ...] = ("untouched", "restored", "not_restored", "unknown")
+
+NOTEBOOK_MODES: tuple[str, ...] = ("replace", "insert", "delete")
+"""``Session.edit_notebook(path, *, cell_id=None, index=None, mode="replace", source=None,
+cell_type=None, expected_sha256=None, message_id=None)`` of a driver that declares
+``notebook`` (contract 1.1; NB-* clauses); its result has the fields of
+``RESULT_FIELDS["NotebookResult"]``."""
 
 
 DriverFactory = Callable[[Path, Path], Driver]

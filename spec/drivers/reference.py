@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
-from editspec.reference import RecoveryReport, Session, Workspace
+from editspec.reference import RecoveryReport, RemoteSession, RemoteWorkspace, Session, Workspace
 
 CAPABILITIES: frozenset[str] = frozenset(
     {
@@ -22,6 +23,7 @@ CAPABILITIES: frozenset[str] = frozenset(
         "grep",
         "list_directory",
         "python_fs",
+        "remote_acp",
     }
 )
 
@@ -34,14 +36,26 @@ class ReferenceDriver:
 
     def __init__(self, root: Path, state_dir: Path) -> None:
         self.workspace = Workspace(root, state_dir)
+        self._remote: list[RemoteWorkspace] = []
 
     def open_session(self, session_id: str) -> Session:
         return self.workspace.session(session_id)
+
+    def open_remote_session(
+        self, session_id: str, *, channel: socket.socket, acp_session_id: str, root: str
+    ) -> RemoteSession:
+        """A session whose files are the ACP client's at the other end of ``channel``."""
+        remote = RemoteWorkspace.over_socket(channel, acp_session_id, root)
+        self._remote.append(remote)
+        return remote.session(session_id)
 
     def recover(self) -> RecoveryReport:
         return self.workspace.recover()
 
     def close(self) -> None:
+        for remote in self._remote:
+            remote.close()
+        self._remote.clear()
         self.workspace.close()
 
 
