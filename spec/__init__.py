@@ -34,6 +34,7 @@ from editspec.spec.contract import (
 _LAZY = {
     "crash_at": "editspec.spec.crash",
     "fail_at": "editspec.spec.crash",
+    "fail_from": "editspec.spec.crash",
     "call_at": "editspec.spec.crash",
     "count_mutations": "editspec.spec.crash",
     "SimulatedCrash": "editspec.spec.crash",
@@ -70,6 +71,7 @@ __all__ = [
     "count_mutations",
     "crash_at",
     "fail_at",
+    "fail_from",
     "raises_any_code",
     "raises_code",
     "within",

@@ -18,6 +18,9 @@ a ``with`` block and counts the *mutating* calls: ``open`` with ``O_CREAT``/``O_
   it), so the clause goes on to restart the driver and inspect the disk.
 * ``fail_at(n, errno)``: the n-th mutating call raises ``OSError(errno)`` without
   reaching the disk; later calls proceed.
+* ``fail_from(n, errno)``: the n-th mutating call and every later one raise
+  ``OSError(errno)`` (a disk that went bad): a rollback started by the first failure
+  fails too.
 * ``call_at(n, action)``: ``action()`` runs (unintercepted) just before the n-th mutating
   call, which then proceeds: an external change at an exact point of the operation.
 
@@ -57,6 +60,7 @@ __all__ = [
     "count_mutations",
     "crash_at",
     "fail_at",
+    "fail_from",
 ]
 
 # Functions of ``os`` whose every call changes the disk (those present on this platform).
@@ -139,12 +143,14 @@ class OsInterceptor:
         crash_at: int | None = None,
         fail_at: int | None = None,
         fail_errno: int = _errno.EIO,
+        fail_later: bool = False,
         call_at: int | None = None,
         action: Callable[[], object] | None = None,
     ) -> None:
         self.crash_at = crash_at
         self.fail_at = fail_at
         self.fail_errno = fail_errno
+        self.fail_later = fail_later  # every call after ``fail_at`` fails too
         self.call_at = call_at
         self.action = action
         self.mutations = 0
@@ -234,7 +240,9 @@ class OsInterceptor:
             if self.crash_at is not None and index == self.crash_at:
                 self._die()
                 raise SimulatedCrash(f"crash at mutating call {index} ({name} {detail})")
-            if self.fail_at is not None and index == self.fail_at:
+            if self.fail_at is not None and (
+                index == self.fail_at or (self.fail_later and index > self.fail_at)
+            ):
                 self.failed = True
                 raise OSError(
                     self.fail_errno, os.strerror(self.fail_errno), paths[0] if paths else None
@@ -432,6 +440,15 @@ def fail_at(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
     if n < 1:
         raise ValueError("fault points count from 1")
     with OsInterceptor(fail_at=n, fail_errno=errno) as interceptor:
+        yield interceptor
+
+
+@contextmanager
+def fail_from(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
+    """Make the n-th mutating call and every later one fail with ``OSError(errno)``."""
+    if n < 1:
+        raise ValueError("fault points count from 1")
+    with OsInterceptor(fail_at=n, fail_errno=errno, fail_later=True) as interceptor:
         yield interceptor
 
 

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from editspec.spec import SimulatedCrash, call_at, count_mutations, crash_at, fail_at
+from editspec.spec import (
+    SimulatedCrash,
+    call_at,
+    count_mutations,
+    crash_at,
+    fail_at,
+    fail_from,
+)
 from editspec.spec.crash import OsInterceptor
 
 OLD = b"old bytes " * 100
@@ -160,6 +167,18 @@ def test_fail_at_raises_once_and_lets_the_rest_happen(tmp_path):
     assert point.failed
     assert target.read_bytes() == OLD
     assert [c.name for c in point.trace] == ["open", "write", "write", "fsync"]
+
+
+def test_fail_from_fails_every_later_call_too(tmp_path):
+    target = tmp_path / "a.txt"
+    target.write_bytes(OLD)
+    with fail_from(5, errno.EIO) as point, pytest.raises(OSError) as raised:
+        atomic_write(target, NEW)  # the replace fails, and so does the cleanup's unlink
+    assert raised.value.errno == errno.EIO
+    assert point.failed
+    assert target.read_bytes() == OLD
+    assert [c.name for c in point.trace] == ["open", "write", "write", "fsync", "replace", "unlink"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")], "cleanup ran"
 
 
 def test_call_at_runs_an_action_before_the_step(tmp_path):
