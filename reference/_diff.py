@@ -173,13 +173,16 @@ def unified_diff(
     context: int = CONTEXT,
     known_prefix: int = 0,
     known_suffix: int = 0,
+    known_prefix_newlines: int | None = None,
 ) -> str:
     """A unified diff of ``relative`` from ``old_text`` to ``new_text`` ("" when equal).
 
     ``old_exists=False`` labels the old side ``/dev/null`` (a created file), and
     ``new_exists=False`` the new side (a deleted file). ``known_prefix``/``known_suffix``:
     lengths the caller knows the texts share at their start and end (an editor knows
-    where it changed the text), so the scan for the changed region starts there.
+    where it changed the text), so the scan for the changed region starts there;
+    ``known_prefix_newlines``, the number of ``\\n`` in ``old_text[:known_prefix]``,
+    spares counting the lines before the change.
     """
     if old_text == new_text and old_exists == new_exists:
         return ""
@@ -187,7 +190,13 @@ def unified_diff(
     lead_start = _lines_back(old_text, start, context)
     trail_old = _lines_forward(old_text, end_old, context)
     trail_new = end_new + (trail_old - end_old)
-    lead = old_text.count("\n", 0, lead_start)  # 0-based number of the window's first line
+    # The 0-based number of the window's first line.
+    if known_prefix_newlines is None:
+        lead = old_text.count("\n", 0, lead_start)
+    elif lead_start <= known_prefix:
+        lead = known_prefix_newlines - old_text.count("\n", lead_start, known_prefix)
+    else:
+        lead = known_prefix_newlines + old_text.count("\n", known_prefix, lead_start)
     old_window = split_lines(old_text[lead_start:trail_old])
     new_window = split_lines(new_text[lead_start:trail_new])
     head = old_text.count("\n", lead_start, start)

@@ -130,13 +130,13 @@ def _edit_locked(
     if old_bytes is None:
         _require_creation(shown, specs, expected_sha256)
     else:
-        old_digest = _text.sha256_later(old_bytes)
+        old_digest = workspace.memo.sha256_later(target.canonical_key, old_bytes)
     # The in-memory edit runs while the old bytes are hashed; its failures are raised
     # only after the freshness check, which comes first (NOT_READ/STALE, then the rest).
     plan: _Plan | None = None
     failure: ToolError | None = None
     try:
-        plan = _plan(workspace, shown, old_bytes, specs)
+        plan = _plan(workspace, target, old_bytes, specs)
     except ToolError as error:
         failure = error
     old_sha256 = None
@@ -189,13 +189,14 @@ class _Plan:
 
 
 def _plan(
-    workspace: Workspace, shown: str, old_bytes: bytes | None, specs: Sequence[EditSpec]
+    workspace: Workspace, target: WorkspacePath, old_bytes: bytes | None, specs: Sequence[EditSpec]
 ) -> _Plan:
     """Decode, apply every edit, encode and describe the change; no disk access."""
+    shown = target.logical_relative
     decoded: _text.DecodedText | None = None
     text = ""
     if old_bytes is not None:
-        decoded = _text.decode(old_bytes)
+        decoded = workspace.memo.decode(target.canonical_key, old_bytes)
         if decoded is None:
             raise ToolError(
                 _errors.BINARY, f"{shown} is a binary file; it cannot be edited as text", path=shown
@@ -204,7 +205,7 @@ def _plan(
     edited = _apply(shown, text, specs, decoded.newline if decoded is not None else None)
     new_bytes = _text.encode(edited.text, decoded)
     _check_size(workspace, shown, len(new_bytes), "would be")
-    new_digest = _text.sha256_later(new_bytes)
+    new_digest = workspace.memo.sha256_later(target.canonical_key, new_bytes)
     diff = unified_diff(
         shown,
         text,
@@ -212,13 +213,27 @@ def _plan(
         old_exists=old_bytes is not None,
         known_prefix=edited.unchanged_prefix,
         known_suffix=edited.unchanged_suffix,
+        known_prefix_newlines=edited.prefix_newlines,
+    )
+    newline = _newline_after(text, decoded, edited)
+    # The next read or edit of these bytes finds their text here instead of decoding.
+    workspace.memo.remember_text(
+        target.canonical_key,
+        new_bytes,
+        _text.DecodedText(
+            text=edited.text,
+            encoding=decoded.encoding if decoded is not None else _text.UTF8,
+            bom=decoded.bom if decoded is not None else False,
+            newline=newline,
+            line_breaks=_line_breaks_after(text, decoded, edited),
+        ),
     )
     return _Plan(
         new_bytes=new_bytes,
         new_digest=new_digest,
         replacements=edited.replacements,
         diff=diff,
-        newline=_newline_after(text, decoded, edited),
+        newline=newline,
         warnings=_growth_warning(workspace, shown, len(old_bytes or b""), len(new_bytes)),
     )
 
@@ -252,6 +267,19 @@ def _apply(shown: str, text: str, specs: Sequence[EditSpec], newline: str | None
             _errors.NO_CHANGE, f"{shown}: the edits leave the file as it is", path=shown
         )
     return edited
+
+
+def _line_breaks_after(
+    old_text: str, decoded: _text.DecodedText | None, edited: Edited
+) -> int | None:
+    """The number of line breaks of the edited text, counting only the changed region."""
+    if decoded is None or decoded.line_breaks is None:
+        return None
+    new_text = edited.text
+    start, suffix = edited.unchanged_prefix, edited.unchanged_suffix
+    removed = old_text.count("\n", start, len(old_text) - suffix)
+    added = new_text.count("\n", start, len(new_text) - suffix)
+    return decoded.line_breaks - removed + added
 
 
 def _newline_after(old_text: str, decoded: _text.DecodedText | None, edited: Edited) -> str:

@@ -720,6 +720,7 @@ class Edited:
     replacements: tuple[Replacement, ...]
     unchanged_prefix: int
     unchanged_suffix: int
+    prefix_newlines: int  # the number of "\n" in the first ``unchanged_prefix`` characters
 
 
 def edit_text(text: str, edits: Sequence[EditSpec], *, newline: str | None = None) -> Edited:
@@ -729,6 +730,7 @@ def edit_text(text: str, edits: Sequence[EditSpec], *, newline: str | None = Non
     """
     replacements: list[Replacement] = []
     prefix = suffix = len(text)
+    prefix_newlines = 0
     for index, spec in enumerate(edits):
         try:
             located = locate(text, spec, newline=newline if index == 0 else None)
@@ -738,7 +740,9 @@ def edit_text(text: str, edits: Sequence[EditSpec], *, newline: str | None = Non
             raise ToolError(error.code, prefix_text + error.message, **details) from None
         # Offsets before the first span, and counted from the end after the last one,
         # are the same in every version of the text.
-        prefix = min(prefix, located.spans[0].start)
+        if located.spans[0].start <= prefix:
+            prefix = located.spans[0].start
+            prefix_newlines = located.line - 1
         suffix = min(suffix, len(text) - located.spans[-1].end)
         text = apply(text, located)
         replacements.append(
@@ -749,6 +753,7 @@ def edit_text(text: str, edits: Sequence[EditSpec], *, newline: str | None = Non
         replacements=tuple(replacements),
         unchanged_prefix=prefix,
         unchanged_suffix=suffix,
+        prefix_newlines=prefix_newlines,
     )
 
 

@@ -30,9 +30,7 @@ from editspec.reference._text import (
     TEXT_ENCODINGS,
     DecodedText,
     bom_length,
-    decode,
     decode_as,
-    sha256_later,
     sniff_mime,
 )
 
@@ -169,10 +167,11 @@ def read(
         mtime_ns = workspace.fs.lstat(target.real).st_mtime_ns
     except OSError as exc:
         raise _errors.from_oserror(exc, target.logical_relative, action="read") from exc
-    pending_digest = sha256_later(data)  # hashed on another core while the text decodes
+    # Hashed on another core while the text decodes (or known, for bytes seen before).
+    pending_digest = workspace.memo.sha256_later(target.canonical_key, data)
 
     if chosen == AUTO:
-        decoded = decode(data)
+        decoded = workspace.memo.decode(target.canonical_key, data, count_lines=True)
     elif chosen == BINARY:
         decoded = None
     else:
@@ -251,8 +250,10 @@ def _binary(
     )
 
 
-def _total_lines(text: str) -> int:
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+def _total_lines(decoded: DecodedText) -> int:
+    text = decoded.text
+    breaks = decoded.line_breaks if decoded.line_breaks is not None else text.count("\n")
+    return breaks + (1 if text and not text.endswith("\n") else 0)
 
 
 def _text_result(
@@ -271,7 +272,7 @@ def _text_result(
     # ``known``: (total lines, end line, content bytes) when the caller has counted them,
     # which spares a large file two more scans and an encoding.
     if known is None:
-        total_lines = _total_lines(decoded.text)
+        total_lines = _total_lines(decoded)
         end_line = _last_line(start_line, content)
         end_byte = start_byte + len(content.encode(decoded.encoding))
     else:
@@ -312,7 +313,7 @@ def _line_range(
     budget: int,
 ) -> ReadResult:
     text = decoded.text
-    total = _total_lines(text)
+    total = _total_lines(decoded)
     start_line = first or 1
     if start_line > max(total, 1):
         raise ToolError(

@@ -91,6 +91,9 @@ class DecodedText:
     encoding: str  # "utf-8" | "utf-16-le" | "utf-16-be"
     bom: bool
     newline: str  # "lf" | "crlf" | "mixed" | "none"
+    # The number of "\n" in ``text`` when known (counting a large text is not free);
+    # ``decode`` leaves it None. Not part of equality.
+    line_breaks: int | None = attrs.field(default=None, eq=False)
 
     @property
     def bom_bytes(self) -> bytes:

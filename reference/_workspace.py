@@ -20,6 +20,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
 from editspec.reference._limits import Limits
 from editspec.reference._locks import LockTable
+from editspec.reference._memo import ContentMemo
 from editspec.reference._paths import WorkspacePath, resolve
 from editspec.reference._results import (
     EditResult,
@@ -71,6 +72,7 @@ class Workspace:
         self.journal_dir: str = os.path.join(self.state_dir, "journal", self.root_hash)
         self.locks = LockTable(self)
         self.access = AccessTracker()
+        self.memo = ContentMemo()
         self.snapshots = SnapshotStore(self)
         self._needs_recovery: str | None = None
         self._state_lock = threading.Lock()

@@ -1,0 +1,123 @@
+"""The content memo (reference/_memo.py): remembered hashes and texts, for identical bytes only."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from editspec.reference import EditSpec, Workspace
+from editspec.reference._memo import ContentMemo
+from editspec.reference._text import DecodedText, decode
+
+KEY = "/ws/file.txt"
+
+
+def big(text: str, size: int = 300 * 1024) -> bytes:
+    return (text * (size // len(text) + 1)).encode()
+
+
+def test_a_remembered_hash_is_used_for_equal_bytes_only() -> None:
+    memo = ContentMemo()
+    data = big("alpha\n")
+    assert memo.sha256_later(KEY, data)() == hashlib.sha256(data).hexdigest()
+    # A different object with the same content: the remembered value.
+    same = bytes(bytearray(data))
+    assert memo.sha256_later(KEY, same)() == hashlib.sha256(data).hexdigest()
+    # Same size, one byte changed: hashed again, never the remembered value.
+    changed = b"A" + data[1:]
+    assert memo.sha256_later(KEY, changed)() == hashlib.sha256(changed).hexdigest()
+    # Another key does not see this key's entry.
+    assert memo.sha256_later("/ws/other", changed)() == hashlib.sha256(changed).hexdigest()
+
+
+def test_small_inputs_are_not_remembered_but_still_right() -> None:
+    memo = ContentMemo()
+    data = b"small\n"
+    assert memo.sha256_later(KEY, data)() == hashlib.sha256(data).hexdigest()
+    assert memo.decode(KEY, data) == decode(data)
+    assert memo.decode(KEY, b"\x00\x01") is None
+
+
+def test_decode_is_remembered_and_counts_lines_on_request() -> None:
+    memo = ContentMemo()
+    data = big("one\r\ntwo\n")
+    first = memo.decode(KEY, data)
+    assert first == decode(data)
+    assert first is not None and first.line_breaks is None
+    counted = memo.decode(KEY, bytes(bytearray(data)), count_lines=True)
+    assert counted == first
+    assert counted is not None and counted.line_breaks == data.count(b"\n")
+    # Remembered now, with its count.
+    assert memo.decode(KEY, data) is counted
+    assert memo.decode(KEY, big("binary\x00")) is None
+
+
+def test_remember_text_refuses_what_decode_would_read_differently() -> None:
+    memo = ContentMemo()
+    nul = big("x\x00")
+    memo.remember_text(
+        KEY, nul, DecodedText(text=nul.decode(), encoding="utf-8", bom=False, newline="none")
+    )
+    assert memo.decode(KEY, nul) is None  # binary, as _text.decode says
+    with_bom = "\ufeff".encode() + big("y")
+    wrong = DecodedText(text=with_bom.decode(), encoding="utf-8", bom=False, newline="none")
+    memo.remember_text(KEY, with_bom, wrong)
+    assert memo.decode(KEY, with_bom) == decode(with_bom)
+    assert decode(with_bom) is not None and decode(with_bom).bom  # type: ignore[union-attr]
+
+
+def test_capacity_evicts_the_least_recently_used() -> None:
+    size = 300 * 1024
+    memo = ContentMemo(capacity_bytes=2 * size + 10, min_bytes=1024)
+    blobs = {name: big(name, size)[:size] for name in ("a", "b", "c")}
+    for name, data in blobs.items():
+        memo.sha256_later(name, data)()
+    assert memo._lookup("a", blobs["a"]) is None  # evicted first
+    assert memo._lookup("b", blobs["b"]) is not None
+    assert memo._lookup("c", blobs["c"]) is not None
+    too_big = ContentMemo(capacity_bytes=size // 2, min_bytes=1024)
+    too_big.sha256_later("a", blobs["a"])()
+    assert too_big._lookup("a", blobs["a"]) is None
+
+
+@given(
+    lines=st.lists(
+        st.sampled_from(["row", "row\r", "col", "", "\u00e9t\u00e9", "x\ty"]),
+        min_size=1,
+        max_size=20,
+    ),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    pick=st.integers(0, 19),
+    new=st.sampled_from(["", "new", "new\nline", "tab\there\r\n"]),
+)
+def test_after_an_edit_the_memo_agrees_with_the_disk(
+    tmp_path_factory: object, lines: list[str], newline: str, pick: int, new: str
+) -> None:
+    base = Path(tmp_path_factory.mktemp("memo"))  # type: ignore[attr-defined]
+    (base / "ws").mkdir()
+    workspace = Workspace(base / "ws", base / "state")
+    session = workspace.session("s")
+    marker = f"<{pick}>"
+    body = newline.join(
+        line + (marker if index == pick % len(lines) else "") for index, line in enumerate(lines)
+    )
+    # Padding puts the file over the memo's threshold, so the memo is really used.
+    data = (body + newline + "pad\n" * 70_000).encode()
+    path = base / "ws" / "f.txt"
+    path.write_bytes(data)
+    read = session.read("f.txt", max_bytes=1 << 24)
+    assert read.total_lines == data.decode().count("\n") + (0 if data.endswith(b"\n") else 1)
+    session.edit("f.txt", [EditSpec(marker, new)])
+    disk = path.read_bytes()
+    key = str(path.resolve())
+    assert workspace.memo.decode(key, disk) == decode(disk)
+    assert workspace.memo.sha256_later(key, disk)() == hashlib.sha256(disk).hexdigest()
+    reread = session.read("f.txt", max_bytes=1 << 24)
+    text = disk.decode()
+    assert reread.total_lines == text.count("\n") + (0 if text.endswith("\n") else 1)
+    assert reread.sha256 == hashlib.sha256(disk).hexdigest()
+    assert reread.content == text
+    assert reread.newline == decode(disk).newline  # type: ignore[union-attr]
