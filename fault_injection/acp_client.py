@@ -29,6 +29,7 @@ which paths were ever asked for.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 from collections.abc import Mapping
@@ -103,6 +104,7 @@ class FakeAcpClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._connections: list[Any] = []
+        self._writers: list[asyncio.StreamWriter] = []
         for name, text in (files or {}).items():
             self.put(name, text)
 
@@ -157,11 +159,17 @@ class FakeAcpClient:
         with self._lock:
             return {call.path for call in self.log}
 
-    def _fault(self, method: str, number: int) -> ClientFault | None:
+    def _faults(self, method: str, number: int, path: str) -> ClientFault | None:
+        """Apply every matching ``change`` now; return the first other matching fault."""
+        chosen: ClientFault | None = None
         for fault in self.faults:
-            if fault.method == method and fault.applies(number):
-                return fault
-        return None
+            if fault.method != method or not fault.applies(number):
+                continue
+            if fault.action == "change":
+                self._change(fault, path)
+            elif chosen is None:
+                chosen = fault
+        return chosen
 
     # -- the protocol (called on the client's loop) --------------------------------------
 
@@ -179,13 +187,11 @@ class FakeAcpClient:
         with self._lock:
             self.reads += 1
             number = self.reads
-            fault = self._fault(READ, number)
+            fault = self._faults(READ, number, path)
             if path in self._written:
                 self._written.discard(path)
                 self.readbacks += 1
-                fault = self._fault(READBACK, self.readbacks) or fault
-            if fault is not None and fault.action == "change":
-                self._change(fault, path)
+                fault = self._faults(READBACK, self.readbacks, path) or fault
             if fault is not None and fault.action == "fail":
                 self.log.append(ClientCall(method=READ, path=path, number=number, outcome="fail"))
                 raise RequestError.internal_error({"details": "injected read failure"})
@@ -211,10 +217,8 @@ class FakeAcpClient:
             self.writes += 1
             number = self.writes
             self._written.add(path)
-            fault = self._fault(WRITE, number)
+            fault = self._faults(WRITE, number, path)
             outcome = "ok"
-            if fault is not None and fault.action == "change":
-                self._change(fault, path)
             if fault is not None and fault.action == "fail":
                 self.log.append(ClientCall(method=WRITE, path=path, number=number, outcome="fail"))
                 raise RequestError.internal_error({"details": "injected write failure"})
@@ -250,6 +254,7 @@ class FakeAcpClient:
 
         async def build() -> Any:
             reader, writer = await asyncio.open_connection(sock=client_end, limit=STREAM_LIMIT)
+            self._writers.append(writer)
             return ClientSideConnection(self, writer, reader)
 
         connection = asyncio.run_coroutine_threadsafe(build(), loop).result(30)
@@ -277,6 +282,18 @@ class FakeAcpClient:
             except Exception:  # a connection the agent already dropped
                 future.cancel()
         self._connections.clear()
+
+        async def shut() -> None:
+            # The socket is closed for certain before the loop stops, so the agent's end
+            # sees the end of the stream at once.
+            for writer in self._writers:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(shut(), loop).result(30)
+        self._writers.clear()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(30)
         loop.close()
