@@ -15,7 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-CONTRACT_VERSION = "1.1"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook)
+CONTRACT_VERSION = "1.1"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
+# and the journal_layout capability
 
 # -- capabilities and profiles ---------------------------------------------------
 
@@ -35,6 +36,8 @@ CAPABILITY_DESCRIPTIONS: Mapping[str, str] = {
     "list_directory": "Session.list_directory",
     "python_fs": "a Python implementation in this process: faults are injected at the os level",
     "process": "a separate process the suite may kill and restart",
+    "journal_layout": "journals live where DESIGN puts them: "
+    "<state_dir>/journal/<sha256(canonical root)[:16]>/<txn-id>.json",
     "remote_acp": "files reached only through an ACP client's read/write text methods",
     "notebook": "cell-level edits of .ipynb files",
 }

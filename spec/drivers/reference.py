@@ -23,6 +23,7 @@ CAPABILITIES: frozenset[str] = frozenset(
         "grep",
         "list_directory",
         "python_fs",
+        "journal_layout",
         "remote_acp",
     }
 )
