@@ -82,6 +82,25 @@ class EditResult:
 
 
 @attrs.frozen(kw_only=True)
+class NotebookResult:
+    """One notebook cell replaced, inserted or deleted (``Session.edit_notebook``)."""
+
+    path: str
+    operation: str  # "notebook"
+    mode: str  # "replace" | "insert" | "delete"
+    cell_id: str | None  # the cell's id (nbformat 4.5+), None without ids
+    index: int  # 0-based: where the cell is now (delete: where it was)
+    cell_type: str  # "code" | "markdown" | "raw"
+    old_sha256: str
+    new_sha256: str
+    bytes_written: int
+    newline: str
+    diff: str
+    snapshot_created: bool
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class FileChange:
     path: str
     op: str  # "add" | "update" | "delete" | "move"

@@ -29,6 +29,7 @@ from editspec.reference._results import (
     GrepResult,
     IgnoreExplanation,
     ListResult,
+    NotebookResult,
     PatchResult,
     ReadResult,
     RecoveryReport,
@@ -174,6 +175,34 @@ class Session:
 
         self.workspace.ensure_writable()
         return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
+
+    def edit_notebook(
+        self,
+        path: str,
+        cell_id: str | None = None,
+        index: int | None = None,
+        mode: str = "replace",
+        source: str | None = None,
+        cell_type: str | None = None,
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> NotebookResult:
+        """Replace, insert or delete one cell of a .ipynb notebook. Spec: NB-*."""
+        from editspec.reference._notebook import edit_notebook
+
+        self.workspace.ensure_writable()
+        return edit_notebook(
+            self,
+            path,
+            cell_id=cell_id,
+            index=index,
+            mode=mode,
+            source=source,
+            cell_type=cell_type,
+            expected_sha256=expected_sha256,
+            message_id=message_id,
+        )
 
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
