@@ -227,6 +227,8 @@ def _plan(
             newline=newline,
             line_breaks=_line_breaks_after(text, decoded, edited),
         ),
+        # A decoded text holds no U+0000, so only the new strings could bring one.
+        nul_free=decoded is not None and not any("\0" in spec.new_string for spec in specs),
     )
     return _Plan(
         new_bytes=new_bytes,

@@ -57,7 +57,17 @@ class ContentMemo:
                 self._entries.move_to_end(key)
         if entry is None or len(entry.data) != len(data):
             return None
-        return entry if entry.data is data or entry.data == data else None
+        if entry.data is data:
+            return entry
+        if entry.data != data:
+            return None
+        # Equal bytes in another object: keep the caller's, so that its next question
+        # about these very bytes (hash, then text) is answered without comparing again.
+        entry = attrs.evolve(entry, data=data)
+        with self._lock:
+            if self._entries.get(key) is not None:
+                self._entries[key] = entry
+        return entry
 
     def _store(self, key: str, entry: _Entry) -> None:
         size = entry.size
@@ -119,14 +129,16 @@ class ContentMemo:
         self._store(key, _Entry(data=data, sha256=None, decoded=decoded))
         return decoded
 
-    def remember_text(self, key: str, data: bytes, decoded: DecodedText) -> None:
+    def remember_text(
+        self, key: str, data: bytes, decoded: DecodedText, *, nul_free: bool = False
+    ) -> None:
         """Remember that ``decode(data)`` is ``decoded`` (the caller encoded it so).
 
         Ignored unless ``decoded`` is what ``_text.decode`` would give back: no U+0000
-        (that is binary), and no U+FEFF at the start of a text written without a BOM
-        (it would read back as one).
+        (that is binary; ``nul_free``: the caller knows there is none), and no U+FEFF at
+        the start of a text written without a BOM (it would read back as one).
         """
-        if len(data) < self._min or "\0" in decoded.text:
+        if len(data) < self._min or (not nul_free and "\0" in decoded.text):
             return
         if not decoded.bom and decoded.text.startswith("\ufeff"):
             return

@@ -121,3 +121,28 @@ def test_after_an_edit_the_memo_agrees_with_the_disk(
     assert reread.sha256 == hashlib.sha256(disk).hexdigest()
     assert reread.content == text
     assert reread.newline == decode(disk).newline  # type: ignore[union-attr]
+
+
+def test_an_edit_that_inserts_nul_leaves_a_binary_file_binary(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    workspace = Workspace(tmp_path / "ws", tmp_path / "state")
+    session = workspace.session("s")
+    path = tmp_path / "ws" / "f.txt"
+    data = b"head\n" + b"line\n" * 70_000
+    path.write_bytes(data)
+    session.read("f.txt", max_bytes=1 << 24)
+    session.edit("f.txt", [EditSpec("head", "he\x00ad")])
+    disk = path.read_bytes()
+    assert disk == data.replace(b"head", b"he\x00ad")
+    assert workspace.memo.decode(str(path.resolve()), disk) is None
+    assert session.read("f.txt").encoding == "binary"
+
+
+def test_equal_bytes_are_compared_once_per_object() -> None:
+    memo = ContentMemo()
+    data = big("gamma\n")
+    memo.sha256_later(KEY, data)()
+    copy = bytes(bytearray(data))
+    first = memo._lookup(KEY, copy)
+    assert first is not None and first.data is copy  # the entry now holds the caller's object
+    assert memo._lookup(KEY, copy) is not None
