@@ -25,6 +25,7 @@ CAPABILITIES: frozenset[str] = frozenset(
         "python_fs",
         "journal_layout",
         "remote_acp",
+        "notebook",
     }
 )
 
