@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import copy
 import json
-from warnings import catch_warnings, simplefilter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from warnings import catch_warnings, simplefilter
 
 import attrs
 
