@@ -343,16 +343,16 @@ def plan_edit(shown: str, old_bytes: bytes, request: _Request) -> NotebookPlan:
 
 
 def _validate(nbformat: Any, shown: str, document: Any, verb: str) -> None:
-    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
-        raise ToolError(
-            _errors.INVALID_ARGUMENT, f"{shown} {verb} a notebook (no list of cells)", path=shown
-        )
-    major = document.get("nbformat")
-    if major != 4:
+    major = document.get("nbformat") if isinstance(document, dict) else None
+    if isinstance(major, int) and major != 4:
         raise ToolError(
             _errors.UNSUPPORTED,
-            f"{shown} is nbformat {major!r}; cell editing supports nbformat 4",
+            f"{shown} is nbformat {major}; cell editing supports nbformat 4",
             path=shown,
+        )
+    if major is None or not isinstance(document.get("cells"), list):
+        raise ToolError(
+            _errors.INVALID_ARGUMENT, f"{shown} {verb} a notebook (no list of cells)", path=shown
         )
     try:
         with catch_warnings():
