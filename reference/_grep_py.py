@@ -86,12 +86,11 @@ def search(
     matches: list[GrepMatch] = []
     for group in groups:
         check()
-        reported = dict(group.files)
-        for name, data in fs.read_files(group.directory, list(reported)):
+        for name, data in fs.read_files(group.directory, group.names):
             if isinstance(data, OSError):
                 if data.errno in SKIPPED_ERRNOS:
                     continue
-                raise _errors.from_oserror(data, reported[name], action="grep")
-            matches.extend(search_bytes(query, data, reported[name]))
+                raise _errors.from_oserror(data, group.report(name), action="grep")
+            matches.extend(search_bytes(query, data, group.report(name)))
         check()
     return matches

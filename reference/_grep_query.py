@@ -63,7 +63,12 @@ class FileGroup(NamedTuple):
 
     directory: str  # absolute real path
     relative: str  # root-relative real path, "" for the root
-    files: list[tuple[str, str]]  # (name, path reported in results)
+    names: list[str]
+    reported: str  # what results call the directory: "" or a prefix ending in "/"
+    alias: str | None = None  # a single file the caller named by another (logical) path
+
+    def report(self, name: str) -> str:
+        return self.alias if self.alias is not None else self.reported + name
 
 
 Literal = tuple[str, bool]  # (text, case-insensitive)

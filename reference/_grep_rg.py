@@ -35,8 +35,8 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from editspec.reference._fs import FileSystem
 
 _POLL_SECONDS = 0.05
-_WORKERS = 2
+_WORKERS = 2  # ripgrep processes at a time (each is multi-threaded itself)
+_BATCH_FILES = 4096  # paths per process: ripgrep starts while the walk goes on
 _lookup_lock = threading.Lock()
 _lookup: dict[str, str | None] = {}
 
@@ -107,20 +108,6 @@ def _argument_budget() -> int:
     except (ValueError, OSError):  # pragma: no cover - every POSIX system defines it
         arg_max = 256 * 1024
     return max(16 * 1024, min(arg_max // 4, 512 * 1024))
-
-
-def _batches(paths: Sequence[str], budget: int) -> Iterator[list[str]]:
-    batch: list[str] = []
-    used = 0
-    for path in paths:
-        cost = len(path.encode("utf-8", "surrogateescape")) + 1 + 8  # + pointer
-        if batch and used + cost > budget:
-            yield batch
-            batch, used = [], 0
-        batch.append(path)
-        used += cost
-    if batch:
-        yield batch
 
 
 def _command(executable: str, query: GrepQuery) -> list[str]:
@@ -221,40 +208,56 @@ def _records(output: bytes) -> Iterator[tuple[str, int, bytes]]:
 def search(
     fs: FileSystem,
     query: GrepQuery,
-    groups: Sequence[FileGroup],
+    groups: Iterable[FileGroup],
     root: str,
     executable: str,
     check: Callable[[], None],
 ) -> list[GrepMatch]:
-    """Search every candidate with ripgrep as prefilter; matches in no particular order."""
-    where: dict[str, tuple[int, str]] = {}  # relative path -> (group, name)
-    for index, group in enumerate(groups):
-        prefix = group.relative + "/" if group.relative else ""
-        for name, _ in group.files:
-            relative = prefix + name
-            # "-" names standard input to ripgrep, even after "--".
-            where["./-" if relative == "-" else relative] = (index, name)
-    if not where:
-        return []
+    """Search every candidate with ripgrep as prefilter; matches in no particular order.
+
+    Batches of paths go to ripgrep while ``groups`` is still being produced by the walk.
+    """
     command = _command(executable, query)
+    budget = _argument_budget()
     stop = threading.Event()
-    outputs: list[bytes] = []
-    batches = list(_batches(list(where), _argument_budget()))
-    with ThreadPoolExecutor(max_workers=min(_WORKERS, len(batches))) as pool:
-        futures = [pool.submit(_run, command + batch, root, check, stop) for batch in batches]
+    directories: dict[str, int] = {}  # root-relative directory -> index in ``seen``
+    seen: list[FileGroup] = []
+    futures: list[Future[bytes]] = []
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         try:
+            batch: list[str] = []
+            used = 0
+            for group in groups:
+                directories[group.relative] = len(seen)
+                seen.append(group)
+                prefix = group.relative + "/" if group.relative else ""
+                for name in group.names:
+                    # "-" names standard input to ripgrep, even after "--".
+                    argument = prefix + name if prefix or name != "-" else "./-"
+                    batch.append(argument)
+                    size = len(argument) if argument.isascii() else len(os.fsencode(argument))
+                    used += size + 9  # the string, its NUL and a pointer
+                    if used >= budget or len(batch) >= _BATCH_FILES:
+                        futures.append(pool.submit(_run, command + batch, root, check, stop))
+                        batch, used = [], 0
+            if batch:
+                futures.append(pool.submit(_run, command + batch, root, check, stop))
             outputs = [future.result() for future in futures]
         except BaseException:
             stop.set()
             raise
     candidates: dict[tuple[int, str], list[tuple[int, bytes]]] = {}
+    names: dict[int, set[str]] = {}
     for output in outputs:
         for path, number, raw in _records(output):
-            key = where.get(path)
-            if key is None:
+            directory, _, name = (path[2:] if path == "./-" else path).rpartition("/")
+            index = directories.get(directory)
+            if index is not None and index not in names:
+                names[index] = set(seen[index].names)
+            if index is None or name not in names[index]:
                 raise RipgrepFailed(f"ripgrep reported a path it was not given: {path!r}")
-            candidates.setdefault(key, []).append((number, raw))
-    return _verify(fs, query, groups, candidates, check)
+            candidates.setdefault((index, name), []).append((number, raw))
+    return _verify(fs, query, seen, candidates, check)
 
 
 def _verify(
@@ -273,15 +276,14 @@ def _verify(
     for index in sorted(by_group):
         check()
         group = groups[index]
-        reported = dict(group.files)
         for name, head in fs.read_files(group.directory, by_group[index], limit=BINARY_SNIFF_BYTES):
+            path = group.report(name)
             if isinstance(head, OSError):
                 if head.errno in SKIPPED_ERRNOS:
                     continue
-                raise _errors.from_oserror(head, reported[name], action="grep")
+                raise _errors.from_oserror(head, path, action="grep")
             if is_binary(head):
                 continue
-            path = reported[name]
             for number, raw in candidates[(index, name)]:
                 line = decode_line(raw, number == 1)
                 match = search(line)

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -61,6 +62,13 @@ class IgnoreRule:
     dir_only: bool
     basename: bool  # no "/" inside: matched against the entry's name at any depth
     regex: re.Pattern[bytes] | None = None
+    # A path rule without "**", brackets or escapes matches paths of exactly this many
+    # segments below its file's directory; None: any number.
+    segments: int | None = None
+    # A name rule without wildcards (``literal``) or of the form "*" + literal (``suffix``),
+    # in byte units: tested with ``==`` / ``endswith``, as git does.
+    literal: str | None = None
+    suffix: str | None = None
 
 
 def builtin_rule(pattern: str) -> IgnoreRule:
@@ -98,9 +106,17 @@ def _compile_rule(units: str, source: str, line: int) -> IgnoreRule:
     if dir_only:
         body = body[:-1]
     basename = "/" not in body
+    segments: int | None = None
+    literal = suffix = None
     if basename:
         source_regex = _wildmatch.translate(body, pathname=False)
+        if not _wildmatch.has_wildcard(body):
+            literal = body
+        elif body.startswith("*") and not _wildmatch.has_wildcard(body[1:]):
+            suffix = body[1:]
     else:
+        if not any(mark in body for mark in ("**", "[", "\\")):
+            segments = body.strip("/").count("/") + 1 if not body.startswith("//") else None
         # match_pathname: a literal prefix is compared first and the rest is wildmatched as
         # a pattern of its own (so "foo**/bar" has a "**" at the start of that rest).
         prefix_length = _wildmatch.simple_length(body)
@@ -118,6 +134,9 @@ def _compile_rule(units: str, source: str, line: int) -> IgnoreRule:
         dir_only=dir_only,
         basename=basename,
         regex=_wildmatch.compile_units(source_regex),
+        segments=segments,
+        literal=literal,
+        suffix=suffix,
     )
 
 
@@ -216,44 +235,145 @@ def ignore_file(content: bytes, source: str, base: str) -> IgnoreFile:
     return compiled
 
 
-class StackMatcher:
-    """The ignore files that apply in one directory, deepest first, with a fast gate.
+_Gate = Callable[[Any], object]  # truthy when it matches
 
-    ``check`` first runs one regex over the entry's name and one over its root-relative
-    path that match when *any* rule of the stack could; only then does it ask the files,
-    deepest first, for their last matching rule.
+
+def _name_gate(rules: list[IgnoreRule], text: bool) -> _Gate | None:
+    """One test for "does any of these name rules match": a set lookup for literal names,
+    one ``endswith`` for "*.ext" rules, a regex for the rest (fastest first)."""
+    if not rules:
+        return None
+
+    def unit(value: str) -> Any:
+        return value if text else value.encode("latin-1")
+
+    literals = frozenset(unit(r.literal) for r in rules if r.literal is not None)
+    suffixes = tuple(unit(r.suffix) for r in rules if r.suffix is not None)
+    others = [r.regex.pattern for r in rules if r.literal is None and r.suffix is None and r.regex]
+    regex: Any = None
+    if others:
+        source = b"|".join(others)
+        regex = re.compile(source.decode("latin-1") if text else source, re.DOTALL).fullmatch
+    if regex is None and not suffixes:
+        return literals.__contains__
+    if regex is None and not literals:
+        return lambda name: name.endswith(suffixes)
+    if not literals and not suffixes:
+        return regex  # type: ignore[no-any-return]
+    return lambda name: (
+        name in literals or (suffixes and name.endswith(suffixes)) or (regex and regex(name))
+    )
+
+
+class _Gates(NamedTuple):
+    """Fast tests for the entries of directories at one depth: does any rule that
+    excludes (positive) or re-includes (negative) match the name or the path?"""
+
+    positive_name: _Gate | None
+    positive_path: _Gate | None
+    negative_name: _Gate | None
+    negative_path: _Gate | None
+
+
+class StackMatcher:
+    """The ignore files that apply in one directory, deepest first, with fast gates.
+
+    ``excluded`` first asks whether any excluding rule of the stack matches the entry
+    (one regex over its name, one over its root-relative path); if none does, the entry
+    is kept; if one does and no re-including rule matches, it is excluded; only when both
+    kinds match do the files decide, deepest first, by their last matching rule. Path
+    rules of fixed depth join the gates only at the depth they can match.
     """
 
     def __init__(self, files: tuple[IgnoreFile, ...]) -> None:
         self.files = files
-        self._gates = (self._gate(False), self._gate(True))
+        self.empty = not any(file.rules for file in self.files)
+        self._gates: dict[tuple[int, bool, bool], _Gates] = {}
 
-    def _gate(self, is_dir: bool) -> tuple[re.Pattern[bytes] | None, re.Pattern[bytes] | None]:
-        names: list[bytes] = []
-        paths: list[bytes] = []
+    def _compile_gates(self, depth: int, is_dir: bool, text: bool) -> _Gates:
+        """Gates for entries of a directory at ``depth`` (0 = the root)."""
+        names: dict[bool, list[IgnoreRule]] = {False: [], True: []}
+        paths: dict[bool, list[bytes]] = {False: [], True: []}
         for file in self.files:
-            names.extend(r.regex.pattern for r in file.name_rules(is_dir) if r.regex)
-            rules = [r.regex.pattern for r in file.path_rules(is_dir) if r.regex]
-            if rules:
-                paths.append(re.escape(file.prefix) + b"(?:" + b"|".join(rules) + b")")
-        name_gate = re.compile(b"|".join(names), re.DOTALL) if names else None
-        path_gate = re.compile(b"|".join(paths), re.DOTALL) if paths else None
-        return name_gate, path_gate
+            for rule in file.name_rules(is_dir):
+                names[rule.negated].append(rule)
+            base_depth = file.base.count("/") + 1 if file.base else 0
+            by_sign: dict[bool, list[bytes]] = {False: [], True: []}
+            for rule in file.path_rules(is_dir):
+                if rule.regex is None:
+                    continue
+                if rule.segments is not None and base_depth + rule.segments != depth + 1:
+                    continue
+                by_sign[rule.negated].append(rule.regex.pattern)
+            for negated, patterns in by_sign.items():
+                if patterns:
+                    paths[negated].append(
+                        re.escape(file.prefix) + b"(?:" + b"|".join(patterns) + b")"
+                    )
 
-    @property
-    def empty(self) -> bool:
-        return not any(file.rules for file in self.files)
+        def gate(parts: list[bytes]) -> _Gate | None:
+            if not parts:
+                return None
+            source = b"|".join(parts)
+            if text:
+                return re.compile(source.decode("latin-1"), re.DOTALL).fullmatch
+            return re.compile(source, re.DOTALL).fullmatch
+
+        return _Gates(
+            _name_gate(names[False], text),
+            gate(paths[False]),
+            _name_gate(names[True], text),
+            gate(paths[True]),
+        )
+
+    def gates(self, depth: int, is_dir: bool, text: bool) -> _Gates:
+        """The gates for entries of directories at ``depth``, over ``str`` (ASCII
+        subjects) or ``bytes``."""
+        key = (depth, is_dir, text)
+        gates = self._gates.get(key)
+        if gates is None:
+            gates = self._gates[key] = self._compile_gates(depth, is_dir, text)
+        return gates
+
+    def excluded(
+        self, directory: str, depth: int, name: str, is_dir: bool, ascii_directory: bool
+    ) -> bool:
+        """Whether entry ``name`` of ``directory`` (root-relative, "" or ending in "/", at
+        ``depth``) is excluded. For an ASCII name in an ASCII directory, bytes and
+        characters coincide (and a pattern's non-ASCII units match nothing), so the gates
+        run over ``str`` and nothing is encoded."""
+        text = ascii_directory and name.isascii()
+        gates = self.gates(depth, is_dir, text)
+        subject: Any = name if text else name.encode("utf-8", "surrogateescape")
+        path: Any = None
+        if gates.positive_name is None or not gates.positive_name(subject):
+            if gates.positive_path is None:
+                return False
+            path = directory + name
+            if not text:
+                path = path.encode("utf-8", "surrogateescape")
+            if not gates.positive_path(path):
+                return False
+        if gates.negative_name is None or not gates.negative_name(subject):
+            if gates.negative_path is None:
+                return True
+            if path is None:
+                path = directory + name
+                if not text:
+                    path = path.encode("utf-8", "surrogateescape")
+            if not gates.negative_path(path):
+                return True
+        rule = self.check(
+            directory.encode("utf-8", "surrogateescape"),
+            name.encode("utf-8", "surrogateescape"),
+            is_dir,
+        )
+        return rule is not None and not rule.negated
 
     def check(self, directory: bytes, name: bytes, is_dir: bool) -> IgnoreRule | None:
         """The deciding rule for entry ``name`` of ``directory`` (root-relative, b"" or
         ending in b"/"), or None when no rule matches."""
-        name_gate, path_gate = self._gates[is_dir]
         path = directory + name
-        if not (
-            (name_gate is not None and name_gate.fullmatch(name) is not None)
-            or (path_gate is not None and path_gate.fullmatch(path) is not None)
-        ):
-            return None
         for file in self.files:
             rule = file.last_match(name, path[len(file.prefix) :], is_dir)
             if rule is not None:

@@ -52,11 +52,11 @@ from editspec.reference import _errors, _grep_py, _grep_rg, _wildmatch
 from editspec.reference._errors import ToolError
 from editspec.reference._grep_query import FileGroup, compile_query
 from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
-from editspec.reference._walk import DIR, FILE, OTHER, SearchTree
+from editspec.reference._walk import SearchTree
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from editspec.reference._workspace import Session, Workspace
 
@@ -146,8 +146,10 @@ class GlobPattern:
                 literal.append(segment)
             unbounded = any(_is_globstar(segment) for segment in segments)
             self._prefixes.append((literal, None if unbounded else len(segments)))
-        self._files = _compile(files)
-        self._dirs = _compile(dirs)
+        files_regex = _compile(files)
+        dirs_regex = _compile(dirs)
+        self.files = None if files_regex is None else files_regex.fullmatch
+        self.dirs = None if dirs_regex is None else dirs_regex.fullmatch
 
     @staticmethod
     def _normalize(text: str, root: SearchRoot, workspace_root: str) -> tuple[list[str], bool]:
@@ -186,8 +188,8 @@ class GlobPattern:
         return False
 
     def matches(self, below: str, is_dir: bool) -> bool:
-        regex = self._dirs if is_dir else self._files
-        return regex is not None and regex.fullmatch(below) is not None
+        regex = self.dirs if is_dir else self.files
+        return regex is not None and regex(below) is not None
 
 
 def _compile(sources: list[str]) -> re.Pattern[str] | None:
@@ -213,21 +215,26 @@ def glob(
     matcher = GlobPattern(pattern, root, workspace.root)
     tree = SearchTree(workspace)
     found: list[tuple[int, int, str]] = []
+    reported = root.reported + "/" if root.reported else ""
     for batch in tree.walk(root.relative, descend=lambda d: matcher.descend(_below(root, d))):
         below = _below(root, batch.directory)
         prefix = below + "/" if below else ""
-        for entry in batch.entries:
-            if entry.kind == OTHER:
+        for group, entries, regex in (
+            (0, batch.files, matcher.files),
+            (0, batch.symlinks, matcher.files),
+            (1, batch.dirs, matcher.dirs),
+        ):
+            if regex is None:
                 continue
-            relative = prefix + entry.name
-            is_dir = entry.kind == DIR
-            if not matcher.matches(relative, is_dir):
-                continue
-            try:
-                mtime = entry.dir_entry.stat(follow_symlinks=False).st_mtime_ns
-            except OSError:
-                continue  # gone since it was listed
-            found.append((1 if is_dir else 0, -mtime, root.report(relative)))
+            for entry in entries:
+                relative = prefix + entry.name
+                if regex(relative) is None:
+                    continue
+                try:
+                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    continue  # gone since it was listed
+                found.append((group, -mtime, reported + relative))
     found.sort()
     truncated = limit is not None and len(found) > limit
     paths = tuple(item[2] for item in (found[:limit] if truncated else found))
@@ -308,52 +315,82 @@ def _include(include: object) -> pathspec.GitIgnoreSpec | None:
         raise ToolError(_errors.INVALID_ARGUMENT, f"invalid include pattern: {exc}") from exc
 
 
-def _candidates(
-    tree: SearchTree,
-    root: SearchRoot,
-    include: pathspec.GitIgnoreSpec | None,
-    max_bytes: int,
-    check: Callable[[], None],
-) -> tuple[list[FileGroup], int, int]:
-    """The files to search, grouped by directory; and the counts searched / too large."""
-    groups: list[FileGroup] = []
-    searched = too_large = 0
-    if not root.is_dir:
-        relative = root.relative
-        if root.kind != "file" or tree.builtin_exclusion(relative) is not None:
-            return groups, 0, 0
-        directory, _, name = relative.rpartition("/")
-        if include is not None and not include.match_file(name):
-            return groups, 0, 0
-        size = tree.fs.lstat(root.absolute).st_size
-        if size > max_bytes:
-            return groups, 0, 1
-        groups.append(
-            FileGroup(os.path.dirname(root.absolute), directory, [(name, root.report(""))])
-        )
-        return groups, 1, 0
-    for batch in tree.walk(root.relative, check=check):
-        below = _below(root, batch.directory)
-        prefix = below + "/" if below else ""
-        files: list[tuple[str, str]] = []
-        for entry in batch.entries:
-            if entry.kind != FILE:
-                continue
-            relative = prefix + entry.name
-            if include is not None and not include.match_file(relative):
-                continue
-            try:
-                size = entry.dir_entry.stat(follow_symlinks=False).st_size
-            except OSError:
-                continue  # gone since it was listed
-            if size > max_bytes:
-                too_large += 1
-                continue
-            files.append((entry.name, root.report(relative)))
-        if files:
-            searched += len(files)
-            groups.append(FileGroup(batch.path, batch.directory, files))
-    return groups, searched, too_large
+class Candidates:
+    """The files to search, grouped by directory, produced as the walk goes (so that
+    ripgrep can start on the first groups while later directories are still listed)."""
+
+    def __init__(
+        self,
+        tree: SearchTree,
+        root: SearchRoot,
+        include: pathspec.GitIgnoreSpec | None,
+        max_bytes: int,
+        check: Callable[[], None],
+    ) -> None:
+        self.tree = tree
+        self.root = root
+        self.include = include
+        self.max_bytes = max_bytes
+        self.check = check
+        self.groups: list[FileGroup] = []
+        self.searched = 0
+        self.too_large = 0
+        self._walk = self._produce()
+
+    def __iter__(self) -> Iterator[FileGroup]:
+        """Every group, once; iterating again replays the groups already produced."""
+        yield from list(self.groups)
+        for group in self._walk:
+            self.groups.append(group)
+            yield group
+
+    def all(self) -> list[FileGroup]:
+        for _ in self:
+            pass
+        return self.groups
+
+    def _produce(self) -> Iterator[FileGroup]:
+        root = self.root
+        if not root.is_dir:
+            yield from self._single_file()
+            return
+        include = None if self.include is None else self.include.match_file
+        max_bytes = self.max_bytes
+        for batch in self.tree.walk(root.relative, check=self.check):
+            below = _below(root, batch.directory)
+            prefix = below + "/" if below else ""
+            names: list[str] = []
+            for entry in batch.files:
+                name = entry.name
+                if include is not None and not include(prefix + name):
+                    continue
+                try:
+                    size = entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue  # gone since it was listed
+                if size > max_bytes:
+                    self.too_large += 1
+                    continue
+                names.append(name)
+            if names:
+                self.searched += len(names)
+                reported = "/".join(part for part in (root.reported, below) if part)
+                yield FileGroup(
+                    batch.path, batch.directory, names, reported + "/" if reported else ""
+                )
+
+    def _single_file(self) -> Iterator[FileGroup]:
+        root = self.root
+        if root.kind != "file" or self.tree.builtin_exclusion(root.relative) is not None:
+            return
+        directory, _, name = root.relative.rpartition("/")
+        if self.include is not None and not self.include.match_file(name):
+            return
+        if self.tree.fs.lstat(root.absolute).st_size > self.max_bytes:
+            self.too_large += 1
+            return
+        self.searched += 1
+        yield FileGroup(os.path.dirname(root.absolute), directory, [name], "", root.report(""))
 
 
 def grep(
@@ -382,9 +419,7 @@ def grep(
         raise ToolError(_errors.INVALID_ARGUMENT, f"grep backend must be one of {BACKENDS}")
     root = search_root(workspace, path)
     tree = SearchTree(workspace)
-    groups, searched, too_large = _candidates(
-        tree, root, include_spec, workspace.limits.grep_file_bytes, check
-    )
+    candidates = Candidates(tree, root, include_spec, workspace.limits.grep_file_bytes, check)
     matches: list[GrepMatch] | None = None
     backend = "python"
     executable = _grep_rg.find_rg() if mode != "python" else None
@@ -392,19 +427,19 @@ def grep(
         raise ToolError(_errors.UNSUPPORTED, "ripgrep (rg) is not installed")
     if executable is not None and (mode == "rg" or query.rg_literals):
         try:
-            matches = _grep_rg.search(tree.fs, query, groups, workspace.root, executable, check)
+            matches = _grep_rg.search(tree.fs, query, candidates, workspace.root, executable, check)
             backend = "rg"
         except _grep_rg.RipgrepFailed as exc:
             if mode == "rg":
                 raise ToolError(_errors.IO_ERROR, f"ripgrep failed: {exc}") from exc
     if matches is None:
-        matches = _grep_py.search(tree.fs, query, groups, check)
+        matches = _grep_py.search(tree.fs, query, candidates.all(), check)
     matches.sort(key=lambda m: (m.path, m.line, m.column))
     truncated = limit is not None and len(matches) > limit
     return GrepResult(
         matches=tuple(matches[:limit] if truncated else matches),
         truncated=truncated,
-        files_searched=searched,
-        files_skipped_too_large=too_large,
+        files_searched=candidates.searched,
+        files_skipped_too_large=candidates.too_large,
         backend=backend,
     )

@@ -41,18 +41,15 @@ GIT_DIR = ".git"
 _VANISHED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EACCES, errno.EPERM})
 
 
-class Entry(NamedTuple):
-    name: str
-    kind: str
-    dir_entry: os.DirEntry[str]
-
-
 class Batch(NamedTuple):
-    """The kept entries of one directory."""
+    """The kept entries of one directory, by kind (``DirEntry`` objects, types cached)."""
 
     directory: str  # root-relative, "/"-separated, "" for the root
     path: str  # absolute real path of the directory
-    entries: list[Entry]
+    files: list[os.DirEntry[str]]
+    symlinks: list[os.DirEntry[str]]
+    dirs: list[os.DirEntry[str]]
+    others: list[os.DirEntry[str]]  # FIFOs, sockets, devices
 
 
 def _encode(name: str) -> bytes:
@@ -169,6 +166,8 @@ class SearchTree:
             return
         pending: list[tuple[str, RuleStack | None]] = [(start, None)]
         state_parent, _, state_name = (self.state_relative or "").rpartition("/")
+        if self.state_relative is None:
+            state_parent = state_name = "\0"  # a name no entry has
         while pending:
             directory, parent_stack = pending.pop()
             if check is not None:
@@ -193,31 +192,57 @@ class SearchTree:
                                 stack = stack.push(found)
                         break
             matcher = stack.matcher
-            gated = not matcher.empty
-            prefix = _encode(directory + "/") if directory else b""
-            check_state = self.state_relative is not None and directory == state_parent
-            kept: list[Entry] = []
+            excluded = None if matcher.empty else matcher.excluded
+            prefix = directory + "/" if directory else ""
+            depth = directory.count("/") + 1 if directory else 0
+            ascii_prefix = prefix.isascii()
+            # The common case inline: an ASCII name that no excluding rule's gate matches.
+            file_name_gate = file_path_gate = dir_name_gate = dir_path_gate = None
+            if excluded is not None and ascii_prefix:
+                file_name_gate, file_path_gate = matcher.gates(depth, False, True)[:2]
+                dir_name_gate, dir_path_gate = matcher.gates(depth, True, True)[:2]
+            skip_state = state_name if directory == state_parent else GIT_DIR
+            files: list[os.DirEntry[str]] = []
+            symlinks: list[os.DirEntry[str]] = []
+            dirs: list[os.DirEntry[str]] = []
+            others: list[os.DirEntry[str]] = []
             for entry in listing:
                 name = entry.name
                 if name == GIT_DIR:
                     continue
-                if entry.is_dir(follow_symlinks=False):
-                    kind = DIR
-                    if check_state and name == state_name:
+                # is_symlink first: for anything else is_dir()/is_file() then describe the
+                # entry itself, from the type the listing cached.
+                if entry.is_symlink():
+                    if excluded is None or not excluded(prefix, depth, name, False, ascii_prefix):
+                        symlinks.append(entry)
+                elif entry.is_dir():
+                    if name == skip_state:
                         continue
-                elif entry.is_symlink():
-                    kind = SYMLINK
-                elif entry.is_file(follow_symlinks=False):
-                    kind = FILE
-                else:
-                    kind = OTHER
-                if gated:
-                    rule = matcher.check(prefix, _encode(name), kind == DIR)
-                    if rule is not None and not rule.negated:
-                        continue
-                kept.append(Entry(name, kind, entry))
-                if kind == DIR:
-                    child = join(directory, name)
+                    if excluded is not None:
+                        if ascii_prefix and name.isascii():
+                            if (
+                                (dir_name_gate is not None and dir_name_gate(name))
+                                or (dir_path_gate is not None and dir_path_gate(prefix + name))
+                            ) and excluded(prefix, depth, name, True, True):
+                                continue
+                        elif excluded(prefix, depth, name, True, False):
+                            continue
+                    dirs.append(entry)
+                    child = prefix + name
                     if descend is None or descend(child):
                         pending.append((child, stack))
-            yield Batch(directory, path, kept)
+                else:
+                    if excluded is not None:
+                        if ascii_prefix and name.isascii():
+                            if (
+                                (file_name_gate is not None and file_name_gate(name))
+                                or (file_path_gate is not None and file_path_gate(prefix + name))
+                            ) and excluded(prefix, depth, name, False, True):
+                                continue
+                        elif excluded(prefix, depth, name, False, False):
+                            continue
+                    if entry.is_file():
+                        files.append(entry)
+                    else:
+                        others.append(entry)
+            yield Batch(directory, path, files, symlinks, dirs, others)

@@ -398,6 +398,26 @@ def test_a_file_that_vanishes_before_ripgrep_reads_it_is_skipped(
 
 
 @pytest.mark.skipif(not HAVE_RG, reason="no rg")
+def test_many_ripgrep_batches_give_the_same_result(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_tree(root, {"d": {f"f{i:02}": f"TODO {i}\n" for i in range(10)}, "g": "TODO g\n"})
+    monkeypatch.setattr(_grep_rg, "_BATCH_FILES", 3)
+    calls: list[int] = []
+    original = _grep_rg._run
+
+    def run(command: list[str], cwd: str, check: Any, stop: threading.Event) -> bytes:
+        calls.append(len(command) - command.index("--") - 1)
+        return original(command, cwd, check, stop)
+
+    monkeypatch.setattr(_grep_rg, "_run", run)
+    workspace.grep_backend = "rg"
+    result = workspace.session("s").grep("TODO")
+    assert [m.path for m in result.matches] == [f"d/f{i:02}" for i in range(10)] + ["g"]
+    assert sorted(calls) == [2, 3, 3, 3]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="no rg")
 def test_auto_uses_ripgrep_when_the_pattern_has_literals(root: Path, workspace: Workspace) -> None:
     make_tree(root, {"f": "TODO 12\n"})
     workspace.grep_backend = "auto"
@@ -468,3 +488,36 @@ def test_every_match_of_a_query_contains_one_of_its_literals() -> None:
     for text in ["foo1baz", "bar22baz"]:
         assert query.regex.search(text)
         assert any(literal in text for literal, _ in query.literals)
+
+
+# -- the port method Grep reads through -------------------------------------------------------
+
+
+@pytest.mark.parametrize("secure_walk", [True, False])
+def test_read_files_reads_regular_files_and_reports_the_rest(
+    tmp_path: Path, secure_walk: bool
+) -> None:
+    import errno
+    import os
+
+    make_tree(tmp_path, {"a": "alpha", "b": "b" * 100, "dir": {}, "link": Link("a")})
+    names = ["a", "b", "missing", "dir", "link"]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo")
+        names.append("fifo")  # must not block: opened non-blocking, refused as not regular
+    fs = FileSystem(secure_walk=secure_walk)
+    results = dict(fs.read_files(str(tmp_path), names))
+    assert results["a"] == b"alpha"
+    assert results["b"] == b"b" * 100
+    errors = {
+        name: getattr(value, "errno", None)
+        for name, value in results.items()
+        if isinstance(value, OSError)
+    }
+    assert errors["missing"] == errno.ENOENT
+    assert errors["link"] == errno.ELOOP  # never followed
+    assert errors["dir"] == errno.EISDIR  # not a regular file
+    if "fifo" in results:
+        assert errors["fifo"] == errno.EISDIR
+    limited = dict(fs.read_files(str(tmp_path), ["a", "b"], limit=3))
+    assert limited == {"a": b"alp", "b": b"bbb"}

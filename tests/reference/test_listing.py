@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from editspec.reference import ToolError, Workspace
 from tests.reference.search_trees import Link, make_tree
@@ -184,3 +186,51 @@ def test_cursor_round_trips_unusual_names(root: Path, session: Any) -> None:
     for name in odd:
         (root / name).write_text("")
     assert all_pages(session, 1) == sorted(odd)
+
+
+# -- paging under concurrent changes, generated -----------------------------------------------
+
+_NAMES = st.text(alphabet="abcXY.-_é", min_size=1, max_size=3).filter(
+    lambda n: n not in (".", "..")
+)
+
+
+@given(
+    initial=st.sets(_NAMES, max_size=12),
+    added=st.lists(st.sets(_NAMES, max_size=3), min_size=1, max_size=6),
+    size=st.integers(1, 4),
+    dirs=st.sets(_NAMES, max_size=3),
+)
+def test_paging_while_entries_are_added_lists_every_original_entry_once_in_order(
+    tmp_path_factory: pytest.TempPathFactory,
+    initial: set[str],
+    added: list[set[str]],
+    size: int,
+    dirs: set[str],
+) -> None:
+    base = tmp_path_factory.mktemp("paging")
+    root = base / "ws"
+    root.mkdir()
+    for name in initial:
+        if name in dirs:
+            (root / name).mkdir()
+            (root / name / "inner").write_text("")
+        else:
+            (root / name).write_text("")
+    session = Workspace(root, base / "state").session("s")
+    original = names(session.list_directory(depth=2, include_hidden=True))
+    seen: list[str] = []
+    cursor = None
+    for round_ in range(1000):
+        page = session.list_directory(depth=2, include_hidden=True, cursor=cursor, max_entries=size)
+        seen += names(page)
+        if not page.truncated:
+            break
+        cursor = page.next_cursor
+        for name in added[round_ % len(added)]:
+            if not (root / name).exists():
+                (root / name).write_text("")
+    assert len(seen) == len(set(seen))  # nothing twice
+    assert set(original) <= set(seen)  # nothing that was there all along is skipped
+    full = names(session.list_directory(depth=2, include_hidden=True))
+    assert seen == [p for p in full if p in set(seen)]  # in listing order
