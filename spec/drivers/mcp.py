@@ -1,0 +1,550 @@
+"""The MCP adapter: any MCP server over stdio as a driver of the contract (DESIGN §2).
+
+``--editspec-mcp="COMMAND"`` (``editspec check --mcp``) starts ``COMMAND`` once per
+clause, with ``{root}`` and ``{state_dir}`` replaced by the clause's workspace root and
+state directory, and speaks MCP to it as a client (the official ``mcp`` SDK). A tool map
+(``--editspec-mcp-map``, see ``_mcp_map``) says which tool serves each operation, how
+arguments are named and how results and error codes are read.
+
+The contract is synchronous; the SDK is async. One background thread runs an asyncio
+event loop for every server of the process; a call from any thread is scheduled there
+and waited for, so concurrent calls from several threads are concurrent requests.
+
+Every driver declares the ``process`` capability: ``restart()`` stops the server (stdin
+closed, as the MCP lifecycle says) and starts a new one over the same directories, and
+``kill()`` sends SIGKILL to the server's process group (a crash: it gets no chance to
+clean up). Errors the server reports with a code from the table are raised as
+``McpToolError`` (its ``code``); everything else (a dead server, a protocol error, a
+result the map cannot read, an argument the map cannot express) is raised without one,
+so the suite reports it as ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import contextlib
+import os
+import shlex
+import signal
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from editspec.spec.drivers._mcp_map import (
+    EDIT_FIELDS,
+    OPERATIONS,
+    FieldNotReported,
+    MapError,
+    NotMapped,
+    Record,
+    ServerMap,
+    ToolMap,
+    default_map,
+    dig,
+    load_map,
+    parse_json_object,
+    read_lines,
+    to_record,
+)
+
+_STDERR_TAIL = 4000
+_START_TIMEOUT = 120.0
+
+
+class McpToolError(Exception):
+    """A tool call the server failed with an error code from the table."""
+
+    def __init__(self, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.details = details if isinstance(details, dict) else {}
+
+
+class ServerError(Exception):
+    """The server failed outside the contract: it died, broke the protocol, or hung."""
+
+
+# -- the event loop thread ----------------------------------------------------------------------
+
+
+class _Loop:
+    """One asyncio loop on a daemon thread, shared by every server of the process."""
+
+    _instance: _Loop | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=self.loop.run_forever, name="editspec-mcp", daemon=True)
+        thread.start()
+
+    @classmethod
+    def get(cls) -> _Loop:
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = _Loop()
+            return cls._instance
+
+    def submit(self, coroutine: Any) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+
+# -- one server process and its MCP connection ----------------------------------------------
+
+
+def command_line(command: str | Sequence[str], root: Path, state_dir: Path) -> list[str]:
+    """The server's argv: ``{root}`` and ``{state_dir}`` replaced in every word."""
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if not words:
+        raise MapError("the MCP server command is empty")
+    return [
+        word.replace("{root}", os.fspath(root)).replace("{state_dir}", os.fspath(state_dir))
+        for word in words
+    ]
+
+
+class _Connection:
+    """A running server and the SDK client connected to it (lives on the loop thread)."""
+
+    def __init__(self, argv: list[str], protocol: str) -> None:
+        self.argv = argv
+        self.protocol = protocol
+        # The server's stderr: kept for error messages, closed with the connection.
+        self.stderr = tempfile.TemporaryFile(  # noqa: SIM115
+            mode="w+", encoding="utf-8", errors="replace"
+        )
+        self.client: Any = None
+        self.tools: dict[str, Any] = {}
+        self.server_name = ""
+        self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.finished: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._stop: asyncio.Event | None = None
+
+    def launch_argv(self) -> list[str]:
+        if os.name != "posix":
+            return self.argv
+        # The shell prints its pid, then exec keeps it for the server: kill() needs it.
+        return ["/bin/sh", "-c", 'echo "editspec-pid $$" >&2; exec "$@"', "sh", *self.argv]
+
+    async def run(self) -> None:
+        from mcp import Client, StdioServerParameters, stdio_client
+
+        self._stop = asyncio.Event()
+        argv = self.launch_argv()
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+        try:
+            transport = stdio_client(params, errlog=self.stderr)
+            async with Client(transport, mode=self.protocol) as client:
+                self.client = client
+                info = client.server_info
+                self.server_name = getattr(info, "name", "") or ""
+                cursor = None
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    self.tools.update({tool.name: tool for tool in page.tools})
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                self.ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self.ready.done():
+                self.ready.set_exception(ServerError(f"the server did not start: {exc!r}"))
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+        finally:
+            self.client = None
+            if not self.finished.done():
+                self.finished.set_result(None)
+
+    def stop(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._stop is not None:
+            loop.call_soon_threadsafe(self._stop.set)
+
+    def pid(self) -> int | None:
+        self.stderr.flush()
+        self.stderr.seek(0)
+        first = self.stderr.readline()
+        self.stderr.seek(0, os.SEEK_END)
+        if first.startswith("editspec-pid "):
+            return int(first.split()[1])
+        return None
+
+    def stderr_tail(self) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self.stderr.flush()
+            self.stderr.seek(0)
+            text = self.stderr.read()
+            self.stderr.seek(0, os.SEEK_END)
+            lines = [line for line in text.splitlines() if not line.startswith("editspec-pid ")]
+            return "\n".join(lines)[-_STDERR_TAIL:]
+        return ""
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+class McpDriver:
+    """An MCP server over one workspace root and state directory."""
+
+    def __init__(
+        self, command: str | Sequence[str], server_map: ServerMap, root: Path, state_dir: Path
+    ) -> None:
+        self.map = server_map
+        self.root = Path(root)
+        self.state_dir = Path(state_dir)
+        self.argv = command_line(command, self.root, self.state_dir)
+        self.capabilities: frozenset[str] = server_map.capabilities | {"process"}
+        self._loop = _Loop.get()
+        self._connection: _Connection | None = None
+        self._closed = False
+        self._start()
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        connection = _Connection(self.argv, self.map.protocol)
+        self._loop.submit(connection.run())
+        self._connection = connection
+
+    def _ready(self) -> _Connection:
+        connection = self._connection
+        if connection is None or self._closed:
+            raise ServerError("the MCP driver is closed")
+        try:
+            connection.ready.result(timeout=_START_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            raise ServerError(f"the server did not start within {_START_TIMEOUT:g} s") from None
+        except ServerError as exc:
+            raise ServerError(f"{exc}\n{connection.stderr_tail()}".rstrip()) from None
+        return connection
+
+    @property
+    def name(self) -> str:
+        if self.map.name:
+            return self.map.name
+        return self._ready().server_name or os.path.basename(self.argv[0])
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (POSIX), once it is up."""
+        return self._ready().pid()
+
+    def _shutdown(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        connection.stop(self._loop.loop)
+        with contextlib.suppress(concurrent.futures.TimeoutError):
+            connection.finished.result(timeout=30)
+        connection.stderr.close()
+
+    def close(self) -> None:
+        """Stop the server: stdin closed, then the SDK's terminate/kill escalation."""
+        self._shutdown()
+        self._closed = True
+
+    def restart(self) -> None:
+        """Stop the server and start a new one over the same root and state directory."""
+        self._shutdown()
+        self._start()
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group: a crash, with no cleanup."""
+        pid = self.pid
+        if pid is None:
+            raise ServerError("the server's pid is unknown on this platform")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+    # -- the contract -----------------------------------------------------------------------------
+
+    def open_session(self, session_id: str) -> McpSession:
+        return McpSession(self, session_id)
+
+    def recover(self) -> Any:
+        return self.call("recover", None, {})
+
+    def tool(self, operation: str) -> ToolMap:
+        tool = self.map.tools.get(operation)
+        if tool is None:
+            raise NotMapped(f"{self.map.source}: the server has no tool for {operation}")
+        return tool
+
+    def call(self, operation: str, session_id: str | None, values: dict[str, Any]) -> Any:
+        """Call the tool of ``operation`` with the contract's argument values."""
+        tool = self.tool(operation)
+        arguments = self._arguments(tool, values)
+        if session_id is not None and self.map.session_argument and operation != "recover":
+            arguments[self.map.session_argument] = session_id
+        connection = self._ready()
+        if tool.name not in connection.tools:
+            raise NotMapped(f"the server lists no tool {tool.name!r} (for {operation})")
+        future = self._loop.submit(_call_tool(connection, tool.name, arguments))
+        try:
+            result = future.result(timeout=self.map.timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ServerError(f"{tool.name} did not answer within {self.map.timeout:g} s") from None
+        except Exception as exc:
+            tail = connection.stderr_tail()
+            raise ServerError(f"{tool.name} failed: {exc!r}\n{tail}".rstrip()) from exc
+        if result.is_error:
+            raise self._error(result)
+        return self._result(tool, result)
+
+    def _arguments(self, tool: ToolMap, values: dict[str, Any]) -> dict[str, Any]:
+        defaults = OPERATIONS[tool.operation]
+        arguments: dict[str, Any] = dict(tool.fixed)
+        for name, value in values.items():
+            if value is None:
+                continue
+            target = tool.arguments.get(name)
+            if target is None:
+                if value == defaults.get(name):
+                    continue
+                raise NotMapped(
+                    f"{self.map.source}: the server's {tool.name} has no argument for "
+                    f"{name}={value!r}"
+                )
+            arguments[target] = value
+        return arguments
+
+    def edits(self, tool: ToolMap, edits: Sequence[Any]) -> list[dict[str, Any]]:
+        items = []
+        for edit in edits:
+            item: dict[str, Any] = {}
+            for name, default in EDIT_FIELDS.items():
+                value = edit.get(name) if isinstance(edit, dict) else getattr(edit, name, default)
+                target = tool.edit_fields.get(name)
+                if target is None:
+                    if value is None or value == default:
+                        continue
+                    raise NotMapped(
+                        f"{self.map.source}: the server's {tool.name} edits have no field for "
+                        f"{name}={value!r}"
+                    )
+                if value is not None:
+                    item[target] = value
+            items.append(item)
+        return items
+
+    # -- reading what came back -------------------------------------------------------------
+
+    def _text(self, result: Any) -> str:
+        return "\n".join(
+            block.text for block in result.content if getattr(block, "type", "") == "text"
+        )
+
+    def _error(self, result: Any) -> Exception:
+        from editspec.spec.contract import is_error_code
+
+        text = self._text(result)
+        structured = result.structured_content
+        code: Any = None
+        message, details = text, None
+        if self.map.code_field and isinstance(structured, dict):
+            with contextlib.suppress(KeyError):
+                code = dig(structured, self.map.code_field)
+            message = str(structured.get("message", text))
+            details = structured.get("details")
+        if code is None and self.map.code_pattern is not None:
+            found = self.map.code_pattern.search(text)
+            code = found.group("code") if found else None
+        if code is None:
+            rule = next((r for r in self.map.error_rules if r.pattern.search(text)), None)
+            code = rule.code if rule else None
+        if is_error_code(code):
+            return McpToolError(code, message, details)
+        if code is not None:
+            return ServerError(
+                f"the server answered with a code outside the table {code!r}: {text}"
+            )
+        return ServerError(f"the server failed without an error code: {text}")
+
+    def _result(self, tool: ToolMap, result: Any) -> Record:
+        text = self._text(result)
+        what = f"the {tool.operation} result of {self.map.name or self.argv[0]} ({tool.name})"
+        data: Any
+        if tool.result == "structured":
+            data = result.structured_content
+            if data is None:
+                data = parse_json_object(text)
+        elif tool.result == "json":
+            data = parse_json_object(text)
+        elif tool.result == "text":
+            data = {tool.text_field: text}
+        else:
+            data = read_lines(tool, text, os.fspath(self.root))
+        if not isinstance(data, dict):
+            raise ServerError(f"{what} is not an object: {text[:500]!r}")
+        fields = dict(data)
+        for field, source in tool.fields.items():
+            with contextlib.suppress(KeyError):
+                fields[field] = dig(data, source)
+        record = to_record(fields, what)
+        assert isinstance(record, Record)
+        return record
+
+
+async def _call_tool(connection: _Connection, name: str, arguments: dict[str, Any]) -> Any:
+    if connection.client is None:
+        raise ServerError("the server is gone")
+    return await connection.client.call_tool(name, arguments)
+
+
+class McpSession:
+    """One session of the server: its id goes with every call (when the map names it)."""
+
+    def __init__(self, driver: McpDriver, session_id: str) -> None:
+        self._driver = driver
+        self.id = session_id
+
+    def _call(self, operation: str, **values: Any) -> Any:
+        return self._driver.call(operation, self.id, values)
+
+    def read(
+        self,
+        path: str,
+        *,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        start_byte: int | None = None,
+        max_bytes: int | None = None,
+        encoding: str = "auto",
+    ) -> Any:
+        return self._call(
+            "read",
+            path=path,
+            start_line=start_line,
+            end_line=end_line,
+            start_byte=start_byte,
+            max_bytes=max_bytes,
+            encoding=encoding,
+        )
+
+    def write(
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any:
+        tool = self._driver.tool("write")
+        values: dict[str, Any] = {
+            "path": path,
+            "expected_sha256": expected_sha256,
+            "message_id": message_id,
+        }
+        if isinstance(content, str):
+            values["content"] = content
+        elif "content_base64" in tool.arguments:
+            values["content_base64"] = base64.b64encode(bytes(content)).decode("ascii")
+        else:
+            try:
+                values["content"] = bytes(content).decode("utf-8")
+            except UnicodeDecodeError:
+                raise NotMapped(
+                    f"{self._driver.map.source}: the server's {tool.name} takes text only, and "
+                    "these bytes are not UTF-8"
+                ) from None
+        return self._driver.call("write", self.id, values)
+
+    def edit(
+        self,
+        path: str,
+        edits: Sequence[Any],
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any:
+        items = self._driver.edits(self._driver.tool("edit"), edits)
+        return self._call(
+            "edit", path=path, edits=items, expected_sha256=expected_sha256, message_id=message_id
+        )
+
+    def apply_patch(self, patch: str, *, message_id: str | None = None) -> Any:
+        return self._call("apply_patch", patch=patch, message_id=message_id)
+
+    def glob(self, pattern: str, *, path: str | None = None, max_results: int | None = None) -> Any:
+        return self._call("glob", pattern=pattern, path=path, max_results=max_results)
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str | None = None,
+        include: str | None = None,
+        ignore_case: bool = False,
+        max_results: int | None = None,
+    ) -> Any:
+        return self._call(
+            "grep",
+            pattern=pattern,
+            path=path,
+            include=include,
+            ignore_case=ignore_case,
+            max_results=max_results,
+        )
+
+    def list_directory(
+        self,
+        path: str = ".",
+        *,
+        depth: int = 1,
+        include_hidden: bool = False,
+        cursor: str | None = None,
+        max_entries: int | None = None,
+    ) -> Any:
+        return self._call(
+            "list_directory",
+            path=path,
+            depth=depth,
+            include_hidden=include_hidden,
+            cursor=cursor,
+            max_entries=max_entries,
+        )
+
+    def rewind(self, message_id: str) -> Any:
+        return self._call("rewind", message_id=message_id)
+
+
+class McpDriverFactory:
+    """A ``DriverFactory`` for one server command line and map."""
+
+    def __init__(self, command: str, server_map: ServerMap) -> None:
+        self.command = command
+        self.map = server_map
+
+    def __call__(self, root: Path, state_dir: Path) -> McpDriver:
+        return McpDriver(self.command, self.map, root, state_dir)
+
+
+def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory:
+    """The factory for ``--editspec-mcp=COMMAND [--editspec-mcp-map=FILE]``."""
+    from editspec.spec.drivers import DriverLoadError
+
+    try:
+        server_map = load_map(map_path) if map_path else default_map()
+        command_line(command, Path("root"), Path("state"))
+    except (MapError, ValueError) as exc:
+        raise DriverLoadError(str(exc)) from exc
+    return McpDriverFactory(command, server_map)
+
+
+__all__ = [
+    "FieldNotReported",
+    "McpDriver",
+    "McpDriverFactory",
+    "McpSession",
+    "McpToolError",
+    "NotMapped",
+    "ServerError",
+    "factory_from_options",
+]
