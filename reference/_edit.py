@@ -30,6 +30,7 @@ from editspec.reference import _errors, _text
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
 from editspec.reference._matching import Edited, edit_text
+from editspec.reference._memo import LineIndex
 from editspec.reference._paths import MISSING, WorkspacePath
 from editspec.reference._results import EditResult, EditSpec, Replacement
 
@@ -202,7 +203,12 @@ def _plan(
                 _errors.BINARY, f"{shown} is a binary file; it cannot be edited as text", path=shown
             )
         text = decoded.text
-    edited = _apply(shown, text, specs, decoded.newline if decoded is not None else None)
+    lines = (
+        workspace.memo.line_index(target.canonical_key, old_bytes)
+        if old_bytes is not None
+        else None
+    )
+    edited = _apply(shown, text, specs, decoded.newline if decoded is not None else None, lines)
     new_bytes = _text.encode(edited.text, decoded)
     _check_size(workspace, shown, len(new_bytes), "would be")
     new_digest = workspace.memo.sha256_later(target.canonical_key, new_bytes)
@@ -226,6 +232,11 @@ def _plan(
             bom=decoded.bom if decoded is not None else False,
             newline=newline,
             line_breaks=_line_breaks_after(text, decoded, edited),
+        ),
+        lines=(
+            lines.after_edit(text, edited.text, edited.unchanged_prefix, edited.unchanged_suffix)
+            if lines is not None
+            else None
         ),
         # A decoded text holds no U+0000, so only the new strings could bring one.
         nul_free=decoded is not None and not any("\0" in spec.new_string for spec in specs),
@@ -258,9 +269,15 @@ def _require_creation(shown: str, specs: Sequence[EditSpec], expected_sha256: st
         )
 
 
-def _apply(shown: str, text: str, specs: Sequence[EditSpec], newline: str | None) -> Edited:
+def _apply(
+    shown: str,
+    text: str,
+    specs: Sequence[EditSpec],
+    newline: str | None,
+    lines: LineIndex | None = None,
+) -> Edited:
     try:
-        edited = edit_text(text, specs, newline=newline)
+        edited = edit_text(text, specs, newline=newline, lines=lines)
     except ToolError as error:
         details = {**error.details, "path": shown}
         raise ToolError(error.code, f"{shown}: {error.message}", **details) from None

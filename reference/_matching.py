@@ -39,7 +39,7 @@ import bisect
 import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -47,6 +47,9 @@ from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._results import EditSpec, Replacement
 from editspec.reference._text import CRLF, MIXED, newline_style
+
+if TYPE_CHECKING:
+    from editspec.reference._memo import LineIndex
 
 STRATEGIES: tuple[str, ...] = (
     "exact",
@@ -154,8 +157,11 @@ class _Haystack:
     knows it already; it spares a scan of a large file.
     """
 
-    def __init__(self, text: str, newline: str | None = None) -> None:
+    def __init__(
+        self, text: str, newline: str | None = None, lines: LineIndex | None = None
+    ) -> None:
         self.text = text
+        self._line_index = lines
         style = newline if newline is not None else newline_style(text)
         self.has_crlf = style in (CRLF, MIXED)
         self.pure_crlf = style == CRLF
@@ -185,6 +191,8 @@ class _Haystack:
         return offset + bisect.bisect_left(self._crlf_marks, offset)
 
     def line_of(self, offset: int) -> int:
+        if self._line_index is not None:
+            return self._line_index.newlines_before(self.text, offset) + 1
         return self.text.count("\n", 0, offset) + 1
 
     def lines_of(self, offsets: Sequence[int]) -> list[int]:
@@ -647,7 +655,9 @@ def validate(spec: EditSpec) -> None:
         raise ToolError(_errors.NO_CHANGE, "old_string and new_string are identical")
 
 
-def locate(text: str, spec: EditSpec, *, newline: str | None = None) -> Located:
+def locate(
+    text: str, spec: EditSpec, *, newline: str | None = None, lines: LineIndex | None = None
+) -> Located:
     """Run the cascade for one edit. Spec: EDIT-* (matching order, AMBIGUOUS, NO_MATCH)."""
     validate(spec)
     if not spec.old_string and not text:
@@ -658,7 +668,7 @@ def locate(text: str, spec: EditSpec, *, newline: str | None = None) -> Located:
             _errors.INVALID_ARGUMENT,
             "an empty old_string only creates a file or fills an empty one; this file has content",
         )
-    hay = _Haystack(text, newline)
+    hay = _Haystack(text, newline, lines)
     old = spec.old_string.replace("\r\n", "\n")
     new = spec.new_string.replace("\r\n", "\n")
     for strategy, find in _CASCADE:
@@ -723,17 +733,28 @@ class Edited:
     prefix_newlines: int  # the number of "\n" in the first ``unchanged_prefix`` characters
 
 
-def edit_text(text: str, edits: Sequence[EditSpec], *, newline: str | None = None) -> Edited:
+def edit_text(
+    text: str,
+    edits: Sequence[EditSpec],
+    *,
+    newline: str | None = None,
+    lines: LineIndex | None = None,
+) -> Edited:
     """Apply edits in order, in memory; the first that fails raises with its index.
 
-    ``newline``: the style of ``text`` if known (see ``_Haystack``). Spec: EDIT-*.
+    ``newline``: the style of ``text`` if known; ``lines``: its ``LineIndex`` if known
+    (both spare scans of a large text). Spec: EDIT-*.
     """
     replacements: list[Replacement] = []
     prefix = suffix = len(text)
     prefix_newlines = 0
     for index, spec in enumerate(edits):
         try:
-            located = locate(text, spec, newline=newline if index == 0 else None)
+            located = (
+                locate(text, spec, newline=newline, lines=lines)
+                if index == 0
+                else locate(text, spec)
+            )
         except ToolError as error:
             prefix_text = f"edit {index + 1} of {len(edits)}: " if len(edits) > 1 else ""
             details = {**error.details, "edit_index": index}

@@ -11,6 +11,7 @@ so an entry never needs invalidating: once the file changes, it simply does not 
 
 from __future__ import annotations
 
+import bisect
 import sys
 import threading
 from collections import OrderedDict
@@ -26,11 +27,79 @@ MIN_BYTES = 256 * 1024
 CAPACITY_BYTES = 64 * 1024 * 1024
 
 
+# Characters between two checkpoints of a line index.
+LINE_INDEX_STEP = 1 << 20
+
+
+@attrs.frozen
+class LineIndex:
+    """Checkpoints ``(offset, newlines before offset)`` of one text, in offset order.
+
+    A line number is the count of ``\\n`` before an offset; from the checkpoint below it,
+    only the characters since are counted (at most ``LINE_INDEX_STEP``).
+    """
+
+    offsets: tuple[int, ...]
+    newlines: tuple[int, ...]
+
+    @classmethod
+    def build(cls, text: str) -> LineIndex:
+        """Count the line breaks of ``text`` once, keeping a checkpoint every step."""
+        offsets, newlines, count = [0], [0], 0
+        for start in range(0, len(text), LINE_INDEX_STEP):
+            stop = min(start + LINE_INDEX_STEP, len(text))
+            count += text.count("\n", start, stop)
+            offsets.append(stop)
+            newlines.append(count)
+        return cls(offsets=tuple(offsets), newlines=tuple(newlines))
+
+    @property
+    def total(self) -> int:
+        """The line breaks of the whole text."""
+        return self.newlines[-1]
+
+    def newlines_before(self, text: str, offset: int) -> int:
+        """``text.count("\\n", 0, offset)``, for the text this index was built for."""
+        k = bisect.bisect_right(self.offsets, offset) - 1
+        return self.newlines[k] + text.count("\n", self.offsets[k], offset)
+
+    def after_edit(
+        self, old_text: str, new_text: str, unchanged_prefix: int, unchanged_suffix: int
+    ) -> LineIndex:
+        """The index of ``new_text``, which equals ``old_text`` outside the changed region.
+
+        Checkpoints before the region stay; those after it move with the text; those
+        inside are dropped (the next index built from scratch restores them).
+        """
+        old_end = len(old_text) - unchanged_suffix
+        new_end = len(new_text) - unchanged_suffix
+        shift = len(new_text) - len(old_text)
+        added = new_text.count("\n", unchanged_prefix, new_end) - old_text.count(
+            "\n", unchanged_prefix, old_end
+        )
+        offsets: list[int] = []
+        newlines: list[int] = []
+        for offset, count in zip(self.offsets, self.newlines, strict=True):
+            if offset == len(old_text) and offset:
+                continue  # the end of the text: it moves to the new end, below
+            if offset <= unchanged_prefix:
+                offsets.append(offset)
+                newlines.append(count)
+            elif offset >= old_end:
+                offsets.append(offset + shift)
+                newlines.append(count + added)
+        if offsets[-1] != len(new_text):  # the first checkpoint, 0, always stays
+            offsets.append(len(new_text))
+            newlines.append(self.total + added)
+        return LineIndex(offsets=tuple(offsets), newlines=tuple(newlines))
+
+
 @attrs.frozen
 class _Entry:
     data: bytes
     sha256: str | None
     decoded: DecodedText | None  # None: not known (binary files are not remembered)
+    lines: LineIndex | None = None
 
     @property
     def size(self) -> int:
@@ -53,21 +122,18 @@ class ContentMemo:
             return None
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-        if entry is None or len(entry.data) != len(data):
-            return None
-        if entry.data is data:
+            if entry is None or len(entry.data) != len(data):
+                return None
+            self._entries.move_to_end(key)
+            if entry.data is data:
+                return entry
+            if entry.data != data:
+                return None
+            # Equal bytes in another object: keep the caller's, so that its next question
+            # about these very bytes (hash, then text) is answered without comparing again.
+            entry = attrs.evolve(entry, data=data)
+            self._entries[key] = entry
             return entry
-        if entry.data != data:
-            return None
-        # Equal bytes in another object: keep the caller's, so that its next question
-        # about these very bytes (hash, then text) is answered without comparing again.
-        entry = attrs.evolve(entry, data=data)
-        with self._lock:
-            if self._entries.get(key) is not None:
-                self._entries[key] = entry
-        return entry
 
     def _store(self, key: str, entry: _Entry) -> None:
         size = entry.size
@@ -83,6 +149,7 @@ class ContentMemo:
                         data=entry.data,
                         sha256=entry.sha256 or previous.sha256,
                         decoded=entry.decoded or previous.decoded,
+                        lines=entry.lines or previous.lines,
                     )
                     size = entry.size
             self._entries[key] = entry
@@ -114,7 +181,8 @@ class ContentMemo:
     def decode(self, key: str, data: bytes, *, count_lines: bool = False) -> DecodedText | None:
         """As ``_text.decode``, remembering the text of large files.
 
-        ``count_lines``: also know ``line_breaks`` (counted once, then remembered).
+        ``count_lines``: also know ``line_breaks`` (counted once, with a ``LineIndex``,
+        then remembered).
         """
         entry = self._lookup(key, data)
         decoded = entry.decoded if entry is not None else None
@@ -124,13 +192,26 @@ class ContentMemo:
                 return None
         elif not count_lines or decoded.line_breaks is not None:
             return decoded
+        lines = None
         if count_lines:
-            decoded = attrs.evolve(decoded, line_breaks=decoded.text.count("\n"))
-        self._store(key, _Entry(data=data, sha256=None, decoded=decoded))
+            lines = LineIndex.build(decoded.text)
+            decoded = attrs.evolve(decoded, line_breaks=lines.total)
+        self._store(key, _Entry(data=data, sha256=None, decoded=decoded, lines=lines))
         return decoded
 
+    def line_index(self, key: str, data: bytes) -> LineIndex | None:
+        """The remembered ``LineIndex`` of the text of ``data``, if any."""
+        entry = self._lookup(key, data)
+        return entry.lines if entry is not None else None
+
     def remember_text(
-        self, key: str, data: bytes, decoded: DecodedText, *, nul_free: bool = False
+        self,
+        key: str,
+        data: bytes,
+        decoded: DecodedText,
+        *,
+        nul_free: bool = False,
+        lines: LineIndex | None = None,
     ) -> None:
         """Remember that ``decode(data)`` is ``decoded`` (the caller encoded it so).
 
@@ -142,4 +223,4 @@ class ContentMemo:
             return
         if not decoded.bom and decoded.text.startswith("\ufeff"):
             return
-        self._store(key, _Entry(data=data, sha256=None, decoded=decoded))
+        self._store(key, _Entry(data=data, sha256=None, decoded=decoded, lines=lines))

@@ -146,3 +146,87 @@ def test_equal_bytes_are_compared_once_per_object() -> None:
     first = memo._lookup(KEY, copy)
     assert first is not None and first.data is copy  # the entry now holds the caller's object
     assert memo._lookup(KEY, copy) is not None
+
+
+# -- the line index -----------------------------------------------------------------------
+
+_chars = st.sampled_from(["a", "b", "\n", "\r\n", " ", "\u00e9"])
+
+
+@given(
+    text=st.lists(_chars, max_size=400).map("".join),
+    offsets=st.lists(st.integers(0, 400), max_size=10),
+)
+def test_line_index_counts_like_str_count(text: str, offsets: list[int]) -> None:
+    import editspec.reference._memo as memo_module
+
+    step = memo_module.LINE_INDEX_STEP
+    memo_module.LINE_INDEX_STEP = 7  # many checkpoints in a small text
+    try:
+        index = memo_module.LineIndex.build(text)
+    finally:
+        memo_module.LINE_INDEX_STEP = step
+    assert index.total == text.count("\n")
+    for offset in offsets:
+        offset = min(offset, len(text))
+        assert index.newlines_before(text, offset) == text.count("\n", 0, offset)
+
+
+@given(
+    text=st.lists(_chars, max_size=300).map("".join),
+    data=st.data(),
+    inserted=st.lists(_chars, max_size=40).map("".join),
+)
+def test_line_index_after_an_edit_counts_like_the_new_text(
+    text: str, data: st.DataObject, inserted: str
+) -> None:
+    import editspec.reference._memo as memo_module
+
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    new_text = text[:start] + inserted + text[end:]
+    step = memo_module.LINE_INDEX_STEP
+    memo_module.LINE_INDEX_STEP = 5
+    try:
+        index = memo_module.LineIndex.build(text)
+    finally:
+        memo_module.LINE_INDEX_STEP = step
+    moved = index.after_edit(text, new_text, start, len(text) - end)
+    assert moved.total == new_text.count("\n")
+    assert list(moved.offsets) == sorted(set(moved.offsets))
+    for offset in range(len(new_text) + 1):
+        assert moved.newlines_before(new_text, offset) == new_text.count("\n", 0, offset)
+
+
+def test_an_edit_uses_and_moves_the_line_index(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    workspace = Workspace(tmp_path / "ws", tmp_path / "state")
+    session = workspace.session("s")
+    path = tmp_path / "ws" / "f.txt"
+    lines = [f"line {number}" for number in range(300_000)]
+    path.write_bytes(("\n".join(lines) + "\n").encode())
+    session.read("f.txt", max_bytes=1 << 24)
+    key = str(path.resolve())
+    assert workspace.memo.line_index(key, path.read_bytes()) is not None
+    first = session.edit("f.txt", [EditSpec("line 250000\n", "a\nb\nc\n")])
+    assert first.replacements[0].line == 250_001
+    # The index moved with the text: the next edit's line numbers are right too.
+    second = session.edit("f.txt", [EditSpec("line 299999\n", "end\n")])
+    assert second.replacements[0].line == 300_002
+    disk = path.read_bytes()
+    index = workspace.memo.line_index(key, disk)
+    assert index is not None and index.total == disk.count(b"\n")
+    assert session.read("f.txt", max_bytes=1 << 24).total_lines == disk.count(b"\n")
+
+
+def test_line_index_drops_checkpoints_inside_the_changed_region() -> None:
+    import editspec.reference._memo as memo_module
+
+    text = "a\nb\nc\nd\ne\nf\n"
+    index = memo_module.LineIndex(offsets=(0, 4, 8, 12), newlines=(0, 2, 4, 6))
+    new_text = text[:3] + "X" + text[9:]  # replaces "\nc\nd\ne" (offsets 3..9)
+    moved = index.after_edit(text, new_text, 3, len(text) - 9)
+    assert 4 not in moved.offsets and 8 not in moved.offsets
+    assert moved.offsets == (0, len(new_text))
+    for offset in range(len(new_text) + 1):
+        assert moved.newlines_before(new_text, offset) == new_text.count("\n", 0, offset)
