@@ -23,7 +23,6 @@ UTF-8 text, atomic replacement), so the remote algorithm can run against a local
 
 from __future__ import annotations
 
-import os
 import stat
 from typing import Protocol, runtime_checkable
 
@@ -85,6 +84,3 @@ class LocalFileService:
                 atomic_create(self.fs, path, data)
         except OSError as exc:
             raise _errors.from_oserror(exc, path, action="write") from exc
-
-    def __repr__(self) -> str:
-        return f"LocalFileService(pid={os.getpid()})"

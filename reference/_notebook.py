@@ -111,7 +111,7 @@ def _indent_candidates(text: str) -> list[int | str | None]:
         return [width]
     if line.startswith("\t"):
         return ["\t"]
-    return [None, 1]
+    return [0, None]
 
 
 def _all_sorted(value: Any) -> bool:

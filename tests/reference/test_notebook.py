@@ -72,6 +72,7 @@ DOCUMENT = json.loads(JUPYTER)
         json.dumps(DOCUMENT, indent=2, ensure_ascii=True) + "\n",
         json.dumps(DOCUMENT, indent=4, ensure_ascii=False, sort_keys=True),
         json.dumps(DOCUMENT, indent="\t", ensure_ascii=False) + "\n",
+        json.dumps(DOCUMENT, indent=0),
         json.dumps(DOCUMENT),
         json.dumps(DOCUMENT, separators=(",", ":")),
         JUPYTER.replace("\n", "\r\n"),
@@ -82,6 +83,7 @@ DOCUMENT = json.loads(JUPYTER)
         "indent2-ascii",
         "indent4",
         "tabs",
+        "indent0",
         "one-line",
         "compact",
         "crlf",
@@ -171,6 +173,15 @@ def test_inserted_cells_follow_the_files_key_order(root, session):
     session.edit_notebook("n.ipynb", index=3, mode="insert", source="z = 0", cell_type="code")
     new_cell = json.loads((root / "n.ipynb").read_text())["cells"][3]
     assert list(new_cell) == ["source", "metadata", "cell_type", "id", "outputs", "execution_count"]
+
+
+def test_a_new_cell_of_a_type_the_file_lacks_takes_nbformats_key_order(root, session):
+    document = json.loads(JUPYTER)
+    document["cells"] = [{"source": [], "cell_type": "raw", "id": "r1", "metadata": {}}]
+    _put(root, "n.ipynb", json.dumps(document, indent=1) + "\n", session)
+    session.edit_notebook("n.ipynb", mode="insert", source="x = 1")
+    new_cell = json.loads((root / "n.ipynb").read_text())["cells"][1]
+    assert list(new_cell) == ["cell_type", "execution_count", "id", "metadata", "outputs", "source"]
 
 
 def test_insert_into_an_empty_notebook_and_at_the_end(root, session):

@@ -540,3 +540,192 @@ def test_patch_limits_and_missing_files(client, remote):
         )
     assert caught.value.code == "INVALID_ARGUMENT"
     assert client.writes == 0
+
+
+# -- arguments and corners ------------------------------------------------------------------
+
+
+class _Serving:
+    """A FileService that answers from a dict (for corners the client cannot produce)."""
+
+    kind = "test"
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+
+    def read_text(self, path: str) -> str:
+        if path not in self.files:
+            raise ToolError("NOT_FOUND", "missing")
+        return self.files[path]
+
+    def write_text(self, path: str, text: str) -> None:
+        self.files[path] = text
+
+
+def test_workspace_and_session_arguments():
+    from pathlib import PurePosixPath
+
+    with pytest.raises(ToolError) as caught:
+        RemoteWorkspace(object(), ROOT)  # type: ignore[arg-type]
+    assert caught.value.code == "INVALID_ARGUMENT"
+    workspace = RemoteWorkspace(_Serving({"/project/a.txt": "a\n"}), ROOT)
+    for bad in ("", "a\0b", 3):
+        with pytest.raises(ToolError) as caught:
+            workspace.session(bad)  # type: ignore[arg-type]
+        assert caught.value.code == "INVALID_ARGUMENT"
+    assert workspace.resolve(PurePosixPath("sub/x.txt")).relative == "sub/x.txt"
+    with pytest.raises(ToolError) as caught:
+        workspace.resolve(7)  # type: ignore[arg-type]
+    assert caught.value.code == "INVALID_ARGUMENT"
+    assert workspace.recover().rolled_back == ()
+    workspace.ensure_writable()
+    session = workspace.session("A")
+    for kwargs in ({"start_line": 3, "end_line": 2}, {"start_line": 1, "start_byte": 0}):
+        with pytest.raises(ToolError) as caught:
+            session.read("a.txt", **kwargs)
+        assert caught.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(ToolError) as caught:
+        session.apply_patch(b"*** Begin Patch")  # type: ignore[arg-type]
+    assert caught.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(ToolError) as caught:
+        session.write("b.txt", 12)  # type: ignore[arg-type]
+    assert caught.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(ToolError) as caught:
+        session.write("new.txt", "x", expected_sha256="0" * 64)
+    assert caught.value.code == "STALE"
+
+
+def test_client_text_that_is_not_unicode_is_an_io_error():
+    workspace = RemoteWorkspace(_Serving({"/project/a.txt": "bad \ud800\n"}), ROOT)
+    with pytest.raises(ToolError) as caught:
+        workspace.session("A").read("a.txt")
+    assert caught.value.code == "IO_ERROR"
+
+
+def test_size_limits_apply_to_remote_files():
+    from editspec.reference import Limits
+
+    files = {"/project/a.txt": "x" * 100, "/project/b.txt": "b\n"}
+    workspace = RemoteWorkspace(
+        _Serving(files), ROOT, Limits(edit_file_bytes=50, transaction_bytes=60)
+    )
+    session = workspace.session("A")
+    session.read("a.txt")
+    session.read("b.txt")
+    with pytest.raises(ToolError) as caught:
+        session.edit("a.txt", [EditSpec("x", "y", replace_all=True)])
+    assert caught.value.code == "TOO_LARGE"
+    with pytest.raises(ToolError) as caught:
+        session.apply_patch(
+            "*** Begin Patch\n*** Update File: b.txt\n@@\n-b\n+" + "c" * 40 + "\n"
+            "*** Update File: /project/b2.txt\n@@\n-b\n+d\n*** End Patch\n"
+        )
+    assert caught.value.code == "NOT_FOUND"
+    files["/project/c.txt"] = "c\n"
+    session.read("c.txt")
+    with pytest.raises(ToolError) as caught:
+        session.apply_patch(
+            "*** Begin Patch\n*** Update File: b.txt\n@@\n-b\n+" + "x" * 40 + "\n"
+            "*** Update File: c.txt\n@@\n-c\n+" + "y" * 40 + "\n*** End Patch\n"
+        )
+    assert caught.value.code == "TOO_LARGE"
+    assert files["/project/b.txt"] == "b\n"
+
+
+def test_the_same_file_named_relative_and_absolute_is_named_twice():
+    workspace = RemoteWorkspace(_Serving({"/project/a.txt": "a\n"}), ROOT)
+    session = workspace.session("A")
+    session.read("a.txt")
+    with pytest.raises(ToolError) as caught:
+        session.apply_patch(
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n"
+            "*** Update File: /project/a.txt\n@@\n-a\n+c\n*** End Patch\n"
+        )
+    assert caught.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_patch_with_a_message_id_warns_that_no_snapshot_is_kept():
+    workspace = RemoteWorkspace(_Serving({"/project/a.txt": "a\n"}), ROOT)
+    session = workspace.session("A")
+    session.read("a.txt")
+    result = session.apply_patch(
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch\n", message_id="m"
+    )
+    assert result.snapshot_created is False
+    assert any("snapshot" in warning for warning in result.warnings)
+
+
+def test_a_failed_pre_write_read_writes_nothing():
+    files = {"/r/a": "a old", "/r/b": "b old"}
+    changes = [
+        RemoteChange(path=f"/r/{n}", shown=n, old_text=f"{n} old", new_text=f"{n} new")
+        for n in "ab"
+    ]
+    service = _Recorder(files, {("read", 4)})  # the read just before b is written
+    with pytest.raises(ToolError) as caught:
+        publish(service, changes)
+    assert files == {"/r/a": "a old", "/r/b": "b old"}
+    states = [entry["state"] for entry in caught.value.details["files"]]
+    assert states == [RESTORED, UNTOUCHED]
+
+
+def test_a_created_file_that_cannot_be_read_is_unknown():
+    files: dict[str, str] = {}
+    # The read-back of the new file fails, and so does the read of the restore.
+    service = _Recorder(files, {("read", 3), ("read", 4)})
+    with pytest.raises(ToolError) as caught:
+        publish(service, [RemoteChange(path="/r/n", shown="n", old_text=None, new_text="x")])
+    assert caught.value.details["files"][0]["state"] == UNKNOWN
+    assert caught.value.code == "IO_ERROR"
+
+
+def test_an_unreadable_file_is_still_restored():
+    files = {"/r/a": "a old", "/r/b": "b old"}
+    changes = [
+        RemoteChange(path=f"/r/{n}", shown=n, old_text=f"{n} old", new_text=f"{n} new")
+        for n in "ab"
+    ]
+    # b's write fails (call 5); the first read of the restore of b (call 6) fails.
+    service = _Recorder(files, {("write", 5), ("read", 6)})
+    with pytest.raises(ToolError) as caught:
+        publish(service, changes)
+    assert files == {"/r/a": "a old", "/r/b": "b old"}
+    assert [entry["state"] for entry in caught.value.details["files"]] == [RESTORED, RESTORED]
+
+
+def test_acp_file_service_refusals(client):
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    from editspec.reference import AcpFileService
+
+    channel = AcpChannel.over_socket(client.connect())
+    try:
+        no_read = AcpFileService(
+            channel.connection,
+            client.session_id,
+            loop=channel.loop,
+            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities()),
+        )
+        with pytest.raises(ToolError) as caught:
+            no_read.read_text("/project/a.txt")
+        assert caught.value.code == "UNSUPPORTED"
+        with pytest.raises(ToolError) as caught:
+            AcpFileService(channel.connection, "", loop=channel.loop)
+        assert caught.value.code == "INVALID_ARGUMENT"
+    finally:
+        channel.close()
+        channel.close()  # closing twice is harmless
+    with pytest.raises(ToolError) as caught:
+        channel.file_service(client.session_id).read_text("/project/a.txt")
+    assert caught.value.code == "IO_ERROR"
+    assert client.log == []
+
+
+def test_local_file_service_errors(tmp_path):
+    service = LocalFileService()
+    with pytest.raises(ToolError) as caught:
+        service.write_text(str(tmp_path / "missing" / "a.txt"), "x")
+    assert caught.value.code in ("NOT_FOUND", "IO_ERROR")
+    with pytest.raises(ToolError) as caught:
+        service.read_text(str(tmp_path / "nothing.txt"))
+    assert caught.value.code == "NOT_FOUND"
