@@ -25,17 +25,13 @@ single one out; none falls through to the next strategy. After the last, NO_MATC
 Hints only choose between the matches of one strategy: they never make a
 non-matching edit match, and one match is applied whatever they say.
 
-Offsets. Matching runs on the file's text with its original newlines. All but the
-literal search work on a *view* with every CRLF read as LF (and then a view of that
-view, for the whitespace strategies); a view maps its offsets back to the text, so
-a replacement touches only the matched span and every other character, including
-each line's own line break in a mixed-ending file, stays as it was. The new text's
-line breaks take the style of the span it replaces.
+Offsets. Matching runs on the file's text with its original newlines, through a
+``Haystack`` (``_haystack.py``): a literal search on the text itself, every other one
+on views that map their offsets back, so a replacement touches only its span.
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -45,8 +41,8 @@ import attrs
 
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
+from editspec.reference._haystack import TRAILING_WS, WS_RUN, Haystack, View, collapse_run
 from editspec.reference._results import EditSpec, Replacement
-from editspec.reference._text import CRLF, MIXED, newline_style
 
 if TYPE_CHECKING:
     from editspec.reference._memo import LineIndex
@@ -69,10 +65,6 @@ _QUOTES_TO_STRAIGHT = str.maketrans(
 _OPENING_CONTEXT = "([{<\u2014\u2013-/\u2018\u201c"
 _ESCAPE = re.compile(r"\\([nrt\"'\\])")
 _UNESCAPED = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
-_TRAILING_WS = re.compile(r"[^\S\n]+(?=\n|\Z)")
-# A run to rewrite in the whitespace_runs view: inside a line, after a non-blank
-# character, anything but one space; or blanks that run to the end of the line.
-_WS_RUN = re.compile(r"(?<=\S)(?:[^\S\n]{2,}|[^\S\n ])|[^\S\n]+(?=\n|\Z)")
 _LEADING_WS = re.compile(r"[^\S\n]*")
 
 _BLOCK_MIN_LINES = 3
@@ -103,177 +95,6 @@ class Located:
     literal: str | None = None
 
 
-# -- views: a transformed text that maps its offsets back -------------------------
-
-
-class _View:
-    """``source`` with some runs substituted; ``to_source`` maps a view offset back.
-
-    A substitution ``k`` stands for ``source[s_k : s_k + m_k]`` at ``view[v_k : v_k + r_k]``.
-    A boundary that falls on a removed run maps to the run's start, so a match never
-    swallows whitespace it did not see at its end.
-    """
-
-    def __init__(
-        self,
-        source: str,
-        pattern: re.Pattern[str],
-        substitute: Callable[[re.Match[str]], str],
-    ) -> None:
-        pieces: list[str] = []
-        self._view_marks: list[int] = []
-        self._subs: list[tuple[int, int, int, int]] = []
-        copied = 0
-        view_length = 0
-        for match in pattern.finditer(source):
-            replacement = substitute(match)
-            start, end = match.span()
-            pieces.append(source[copied:start])
-            view_length += start - copied
-            self._view_marks.append(view_length)
-            self._subs.append((view_length, len(replacement), start, end - start))
-            pieces.append(replacement)
-            view_length += len(replacement)
-            copied = end
-        pieces.append(source[copied:])
-        self.text = "".join(pieces) if self._subs else source
-
-    def to_source(self, offset: int) -> int:
-        k = bisect.bisect_right(self._view_marks, offset) - 1
-        if k < 0:
-            return offset
-        view_start, view_len, source_start, source_len = self._subs[k]
-        if offset < view_start + view_len:
-            return source_start + min(offset - view_start, source_len)
-        if view_len == 0 and offset == view_start:
-            return source_start
-        return source_start + source_len + (offset - view_start - view_len)
-
-
-class _Haystack:
-    """One text prepared for matching; the costly views are built on first use.
-
-    ``newline`` is the text's style ("lf", "crlf", "mixed" or "none") when the caller
-    knows it already; it spares a scan of a large file.
-    """
-
-    def __init__(
-        self, text: str, newline: str | None = None, lines: LineIndex | None = None
-    ) -> None:
-        self.text = text
-        self._line_index = lines
-        style = newline if newline is not None else newline_style(text)
-        self.has_crlf = style in (CRLF, MIXED)
-        self.pure_crlf = style == CRLF
-        self._norm: str | None = None if self.has_crlf else text
-        self._crlf_marks: list[int] | None = None
-        self._lines: list[str] | None = None
-        self._stripped: list[str] | None = None
-        self._line_starts: list[int] | None = None
-
-    @property
-    def norm(self) -> str:
-        """The text with every CRLF read as LF."""
-        if self._norm is None:
-            self._norm = self.text.replace("\r\n", "\n")
-        return self._norm
-
-    # offsets of the LF view -> offsets of the text
-    def to_text(self, offset: int) -> int:
-        if not self.has_crlf:
-            return offset
-        if self.pure_crlf:
-            return offset + self.norm.count("\n", 0, offset)
-        if self._crlf_marks is None:
-            self._crlf_marks = [
-                match.start() - index for index, match in enumerate(re.finditer("\r\n", self.text))
-            ]
-        return offset + bisect.bisect_left(self._crlf_marks, offset)
-
-    def line_of(self, offset: int) -> int:
-        if self._line_index is not None:
-            return self._line_index.newlines_before(self.text, offset) + 1
-        return self.text.count("\n", 0, offset) + 1
-
-    def lines_of(self, offsets: Sequence[int]) -> list[int]:
-        """1-based line of each offset, counting each stretch of the text once."""
-        lines = [0] * len(offsets)
-        line, counted = 1, 0
-        for index in sorted(range(len(offsets)), key=offsets.__getitem__):
-            offset = offsets[index]
-            line += self.text.count("\n", counted, offset)
-            counted = offset
-            lines[index] = line
-        return lines
-
-    def view(self, name: str) -> _View:
-        """The LF view seen by a whitespace strategy (each is asked for once)."""
-        if name == "trailing_whitespace":
-            return _View(self.norm, _TRAILING_WS, lambda match: "")
-        return _View(self.norm, _WS_RUN, _collapse_run)
-
-    @property
-    def lines(self) -> list[str]:
-        if self._lines is None:
-            self._lines = self.norm.split("\n")
-        return self._lines
-
-    @property
-    def stripped(self) -> list[str]:
-        if self._stripped is None:
-            self._stripped = [line.strip() for line in self.lines]
-        return self._stripped
-
-    @property
-    def line_starts(self) -> list[int]:
-        if self._line_starts is None:
-            starts = [0]
-            for line in self.lines[:-1]:
-                starts.append(starts[-1] + len(line) + 1)
-            self._line_starts = starts
-        return self._line_starts
-
-    def with_newlines(self, replacement: str, start: int, end: int) -> str:
-        """``replacement`` (LF) with the line breaks of ``text[start:end]``'s style."""
-        if "\n" not in replacement or not self.has_crlf:
-            return replacement
-        if self.pure_crlf:
-            return replacement.replace("\n", "\r\n")
-        # A mixed file: when the new text has as many line breaks as the span, each keeps
-        # the break it replaces; otherwise the span's majority, or the break after it.
-        span = self.text[start:end]
-        breaks = ["\r\n" if span[index - 1 : index] == "\r" else "\n" for index in _newlines(span)]
-        pieces = replacement.split("\n")
-        if len(breaks) != len(pieces) - 1:
-            crlf = breaks.count("\r\n")
-            if crlf * 2 != len(breaks):
-                newline = "\r\n" if crlf * 2 > len(breaks) else "\n"
-            else:
-                after = self.text.find("\n", end)
-                if after == -1:
-                    after = self.text.rfind("\n", 0, start)
-                newline = "\r\n" if after > 0 and self.text[after - 1] == "\r" else "\n"
-            return newline.join(pieces)
-        joined = [pieces[0]]
-        for newline, piece in zip(breaks, pieces[1:], strict=True):
-            joined.append(newline)
-            joined.append(piece)
-        return "".join(joined)
-
-
-def _newlines(text: str) -> Iterable[int]:
-    index = text.find("\n")
-    while index != -1:
-        yield index
-        index = text.find("\n", index + 1)
-
-
-def _collapse_run(match: re.Match[str]) -> str:
-    end = match.end()
-    text = match.string
-    return "" if end == len(text) or text[end] == "\n" else " "
-
-
 # -- candidates: (start, end) in text offsets, and the LF text to put there ---------
 
 _Candidate = tuple[int, int, str]
@@ -290,8 +111,8 @@ def _find_all(haystack: str, needle: str, *, overlapping: bool) -> list[int]:
 
 
 def _in_view(
-    hay: _Haystack,
-    view: _View | None,
+    hay: Haystack,
+    view: View | None,
     needle: str,
     new: str,
     overlapping: bool,
@@ -310,7 +131,7 @@ def _in_view(
     return found
 
 
-def _exact(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+def _exact(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
     # The literal string first, so a text that holds it once is edited there even if
     # another place matches with other line breaks; but a match that would cut a CRLF
     # in two is not a literal match of whole line breaks, and is left to the LF view.
@@ -331,15 +152,15 @@ def _exact(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candi
     return _in_view(hay, None, needle, new, overlapping)
 
 
-def _trailing_whitespace(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
-    needle = _TRAILING_WS.sub("", old)
+def _trailing_whitespace(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+    needle = TRAILING_WS.sub("", old)
     view = hay.view("trailing_whitespace")
     if not needle or (needle == old and view.text is hay.norm):
         return []
     return _in_view(hay, view, needle, new, overlapping, at_line_end=_ends_in_blanks(old))
 
 
-def _smart_quotes(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+def _smart_quotes(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
     needle = old.translate(_QUOTES_TO_STRAIGHT)
     view_text = hay.norm.translate(_QUOTES_TO_STRAIGHT)
     if needle == old and view_text == hay.norm:
@@ -352,22 +173,22 @@ def _smart_quotes(hay: _Haystack, old: str, new: str, overlapping: bool) -> list
     return found
 
 
-def _unescape(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+def _unescape(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
     needle = _unescape_text(old)
     if needle == old or not needle:
         return []
     return _in_view(hay, None, needle, _unescape_text(new), overlapping)
 
 
-def _whitespace_runs(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
-    needle = _WS_RUN.sub(_collapse_run, old)
+def _whitespace_runs(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+    needle = WS_RUN.sub(collapse_run, old)
     if not needle:
         return []
     view = hay.view("whitespace_runs")
     return _in_view(hay, view, needle, new, overlapping, at_line_end=_ends_in_blanks(old))
 
 
-def _indentation(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+def _indentation(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
     old_lines, ends_with_newline = _split_lines(old)
     if not any(line.strip() for line in old_lines):
         return []
@@ -399,7 +220,7 @@ def _indentation(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[
     return _drop_overlaps(found) if not overlapping else found
 
 
-def _block_anchors(hay: _Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
+def _block_anchors(hay: Haystack, old: str, new: str, overlapping: bool) -> list[_Candidate]:
     old_lines, ends_with_newline = _split_lines(old)
     count = len(old_lines)
     first, last = old_lines[0].strip(), old_lines[-1].strip()
@@ -432,7 +253,7 @@ def _block_anchors(hay: _Haystack, old: str, new: str, overlapping: bool) -> lis
     return _drop_overlaps(found) if not overlapping else found
 
 
-_Strategy = Callable[[_Haystack, str, str, bool], list[_Candidate]]
+_Strategy = Callable[[Haystack, str, str, bool], list[_Candidate]]
 _CASCADE: tuple[tuple[str, _Strategy], ...] = (
     ("exact", _exact),
     ("trailing_whitespace", _trailing_whitespace),
@@ -482,7 +303,7 @@ def _indices(items: Sequence[str], wanted: str) -> Iterable[int]:
     return (index for index, item in enumerate(items) if item == wanted)
 
 
-def _window_fits(hay: _Haystack, start_line: int, count: int, ends_with_newline: bool) -> bool:
+def _window_fits(hay: Haystack, start_line: int, count: int, ends_with_newline: bool) -> bool:
     lines = hay.lines
     last = start_line + count - 1
     if last >= len(lines):
@@ -494,7 +315,7 @@ def _window_fits(hay: _Haystack, start_line: int, count: int, ends_with_newline:
 
 
 def _window(
-    hay: _Haystack, start_line: int, count: int, ends_with_newline: bool, replacement: str
+    hay: Haystack, start_line: int, count: int, ends_with_newline: bool, replacement: str
 ) -> _Candidate:
     last = start_line + count - 1
     start = hay.line_starts[start_line]
@@ -582,7 +403,7 @@ def _restyle_quotes(new: str, matched: str) -> str:
 # -- choosing among matches -------------------------------------------------------
 
 
-def _anchor_spans(hay: _Haystack, anchor: str) -> list[tuple[int, int]]:
+def _anchor_spans(hay: Haystack, anchor: str) -> list[tuple[int, int]]:
     needle = anchor.replace("\r\n", "\n")
     return [
         (hay.to_text(position), hay.to_text(position + len(needle)))
@@ -590,7 +411,7 @@ def _anchor_spans(hay: _Haystack, anchor: str) -> list[tuple[int, int]]:
     ]
 
 
-def _choose(hay: _Haystack, found: list[_Candidate], spec: EditSpec, strategy: str) -> _Candidate:
+def _choose(hay: Haystack, found: list[_Candidate], spec: EditSpec, strategy: str) -> _Candidate:
     """Single out one of several matches with the hints, or raise AMBIGUOUS."""
     chosen = set(range(len(found)))
     lines = hay.lines_of([start for start, _, _ in found])
@@ -668,7 +489,7 @@ def locate(
             _errors.INVALID_ARGUMENT,
             "an empty old_string only creates a file or fills an empty one; this file has content",
         )
-    hay = _Haystack(text, newline, lines)
+    hay = Haystack(text, newline, lines)
     old = spec.old_string.replace("\r\n", "\n")
     new = spec.new_string.replace("\r\n", "\n")
     for strategy, find in _CASCADE:
@@ -787,7 +608,7 @@ def apply_edits(text: str, edits: Sequence[EditSpec]) -> tuple[str, tuple[Replac
 # -- NO_MATCH, with a hint where to look ------------------------------------------
 
 
-def _no_match(hay: _Haystack, old: str) -> ToolError:
+def _no_match(hay: Haystack, old: str) -> ToolError:
     hints: list[str] = []
     details: dict[str, Any] = {}
     old_lines, _ = _split_lines(old)
