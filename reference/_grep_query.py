@@ -155,7 +155,7 @@ def required_literals(
     """Literals one of which every match of ``pattern`` contains (only ``safe`` characters)."""
     try:
         tree = _sre_parse.parse(pattern, flags)
-    except Exception:  # the pattern compiled, so this is an internal parser difference
+    except Exception:  # pragma: no cover - the pattern compiled; a parser difference
         return None
     return _required(tree.data, tree.state.flags, safe)
 

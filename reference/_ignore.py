@@ -158,12 +158,18 @@ def parse_rules(content: bytes, source: str) -> list[IgnoreRule]:
     return rules
 
 
+def _source(rule: IgnoreRule) -> bytes:
+    """The regex source of a rule read from a file (built-in rules have none)."""
+    assert rule.regex is not None, rule
+    return rule.regex.pattern
+
+
 def _alternation(rules: Sequence[IgnoreRule]) -> re.Pattern[bytes] | None:
     """One regex whose group ``k`` is ``rules[-k]``: the first alternative that matches is
     the last rule in file order, which is the one git applies."""
     if not rules:
         return None
-    parts = [b"(" + rule.regex.pattern + b")" for rule in reversed(rules) if rule.regex]
+    parts = [b"(" + _source(rule) + b")" for rule in reversed(rules)]
     return re.compile(b"|".join(parts), re.DOTALL)
 
 
@@ -249,7 +255,7 @@ def _name_gate(rules: list[IgnoreRule], text: bool) -> _Gate | None:
 
     literals = frozenset(unit(r.literal) for r in rules if r.literal is not None)
     suffixes = tuple(unit(r.suffix) for r in rules if r.suffix is not None)
-    others = [r.regex.pattern for r in rules if r.literal is None and r.suffix is None and r.regex]
+    others = [_source(r) for r in rules if r.literal is None and r.suffix is None]
     regex: Any = None
     if others:
         source = b"|".join(others)
@@ -300,11 +306,9 @@ class StackMatcher:
             base_depth = file.base.count("/") + 1 if file.base else 0
             by_sign: dict[bool, list[bytes]] = {False: [], True: []}
             for rule in file.path_rules(is_dir):
-                if rule.regex is None:
-                    continue
                 if rule.segments is not None and base_depth + rule.segments != depth + 1:
                     continue
-                by_sign[rule.negated].append(rule.regex.pattern)
+                by_sign[rule.negated].append(_source(rule))
             for negated, patterns in by_sign.items():
                 if patterns:
                     paths[negated].append(

@@ -77,10 +77,10 @@ class SearchRoot:
     def is_dir(self) -> bool:
         return self.kind == "dir"
 
-    def report(self, below: str) -> str:
-        if not below:
-            return self.reported or "."
-        return f"{self.reported}/{below}" if self.reported else below
+    @property
+    def display(self) -> str:
+        """The search root as results name it."""
+        return self.reported or "."
 
 
 def _relative(value: str) -> str:
@@ -186,10 +186,6 @@ class GlobPattern:
             if all(a == b for a, b in zip(parts, literal, strict=False)):
                 return True
         return False
-
-    def matches(self, below: str, is_dir: bool) -> bool:
-        regex = self.dirs if is_dir else self.files
-        return regex is not None and regex(below) is not None
 
 
 def _compile(sources: list[str]) -> re.Pattern[str] | None:
@@ -390,7 +386,7 @@ class Candidates:
             self.too_large += 1
             return
         self.searched += 1
-        yield FileGroup(os.path.dirname(root.absolute), directory, [name], "", root.report(""))
+        yield FileGroup(os.path.dirname(root.absolute), directory, [name], "", root.display)
 
 
 def grep(

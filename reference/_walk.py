@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from editspec.reference import _ignore
+from editspec.reference import _errors, _ignore
 from editspec.reference._ignore import IgnoreRule, RuleStack
 from editspec.reference._paths import is_within
 
@@ -70,7 +70,6 @@ class SearchTree:
         self.state_relative: str | None = None
         if state != self.root and is_within(state, self.root):
             self.state_relative = state[len(self.root) :].strip(os.sep).replace(os.sep, "/")
-        self._base: RuleStack | None = None
 
     def absolute(self, relative: str) -> str:
         if not relative:
@@ -87,18 +86,13 @@ class SearchTree:
             # Missing, a directory, a symlink (O_NOFOLLOW) or unreadable: git reads nothing.
             if exc.errno in _VANISHED or exc.errno in (errno.EISDIR, errno.EINVAL):
                 return None
-            raise
+            raise _errors.from_oserror(exc, relative_file, action="read ignore file") from exc
         return _ignore.ignore_file(content, relative_file, base)
 
     def base_stack(self) -> RuleStack:
         """The rules that apply everywhere: ``.git/info/exclude`` of the root."""
-        if self._base is None:
-            stack = RuleStack()
-            exclude = self.read_ignore(_ignore.INFO_EXCLUDE, "")
-            if exclude is not None:
-                stack = stack.push(exclude)
-            self._base = stack
-        return self._base
+        exclude = self.read_ignore(_ignore.INFO_EXCLUDE, "")
+        return RuleStack() if exclude is None else RuleStack().push(exclude)
 
     def stack_for(self, directory: str) -> RuleStack:
         """The rules in force for the entries of ``directory`` (root-relative)."""
@@ -178,7 +172,7 @@ class SearchTree:
             except OSError as exc:
                 if directory != start and exc.errno in _VANISHED:
                     continue
-                raise
+                raise _errors.from_oserror(exc, directory or ".", action="search") from exc
             if parent_stack is None:
                 # The start directory: its own ignore file is read by stack_for.
                 stack = self.stack_for(directory)

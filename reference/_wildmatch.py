@@ -155,8 +155,7 @@ def _bracket(pattern: str, start: int, pathname: bool) -> tuple[str, int] | None
     body = "".join(parts)
     if negated:
         return f"[^{body}{'/' if pathname else ''}]", index + 1
-    if not body:
-        return NEVER, index + 1
+    # Never empty: the first member is always taken (and a range's start is a member).
     return f"{'(?!/)' if pathname else ''}[{body}]", index + 1
 
 

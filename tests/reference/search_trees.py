@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -118,3 +118,60 @@ def case_sensitive(directory: Path) -> bool:
         return not (directory / "caseprobe").exists()
     finally:
         probe.unlink()
+
+
+def scripted_fs(
+    *,
+    vanish: str | None = None,
+    fail_scandir: dict[str, int] | None = None,
+    fail_read: dict[str, int] | None = None,
+    fail_readlink: bool = False,
+) -> object:
+    """A ``FileSystem`` that misbehaves on cue, on the real disk.
+
+    ``vanish``: entries whose name starts with it are deleted right after their directory
+    is listed (so the listing names them, but they are gone when used).
+    ``fail_scandir`` / ``fail_read``: paths ending with a key fail with that errno
+    (``read_bytes`` and ``read_files`` both).
+    ``fail_readlink``: every readlink fails with EIO.
+    """
+    import errno as errno_module
+
+    from editspec.reference import FileSystem
+
+    class _Scripted(FileSystem):
+        def scandir(self, path: str) -> Iterator[os.DirEntry[str]]:
+            for suffix, number in (fail_scandir or {}).items():
+                if path.endswith(suffix):
+                    raise OSError(number, os.strerror(number), path)
+            entries = list(super().scandir(path))
+            if vanish is not None:
+                for entry in entries:
+                    if entry.name.startswith(vanish):
+                        if entry.is_dir(follow_symlinks=False):
+                            shutil.rmtree(entry.path)
+                        else:
+                            os.unlink(entry.path)
+            return iter(entries)
+
+        def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+            for suffix, number in (fail_read or {}).items():
+                if path.endswith(suffix):
+                    raise OSError(number, os.strerror(number), path)
+            return super().read_bytes(path, offset=offset, limit=limit)
+
+        def read_files(
+            self, directory: str, names: Iterable[str], *, limit: int | None = None
+        ) -> Iterator[tuple[str, bytes | OSError]]:
+            for name, result in super().read_files(directory, names, limit=limit):
+                for suffix, number in (fail_read or {}).items():
+                    if os.path.join(directory, name).endswith(suffix):
+                        result = OSError(number, os.strerror(number), name)
+                yield name, result
+
+        def readlink(self, path: str) -> str:
+            if fail_readlink:
+                raise OSError(errno_module.EIO, "injected", path)
+            return super().readlink(path)
+
+    return _Scripted()

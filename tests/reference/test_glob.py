@@ -230,3 +230,58 @@ def test_literal_prefixes_prune_the_walk(tree: Path, session: Any) -> None:
     assert not pattern.descend("src/pkg/deep")
     anywhere = GlobPattern("**/x.py", SearchRoot("", "", "dir", str(tree)), str(tree))
     assert anywhere.descend("a/b/c/d")
+
+
+# -- entries that change under the walk, and failures --------------------------------------------
+
+
+def _workspace(root: Path, tmp_path: Path, **script: Any) -> Any:
+    from editspec.reference import Workspace
+    from tests.reference.search_trees import scripted_fs
+
+    return Workspace(root, tmp_path / "state-scripted", fs=scripted_fs(**script)).session("s")
+
+
+def test_entries_gone_before_they_are_used_are_skipped(root: Path, tmp_path: Path) -> None:
+    make_tree(root, {"keep.py": "", "vanish.py": "", "vanish_dir": {"x.py": ""}, "d": {"y.py": ""}})
+    session = _workspace(root, tmp_path, vanish="vanish")
+    assert paths(session, "**") == {"keep.py", "d", "d/y.py"}
+
+
+def test_a_vanished_ignore_file_counts_as_none(root: Path, tmp_path: Path) -> None:
+    make_tree(root, {"d": {".gitignore": "*.log\n", "a.log": ""}})
+    session = _workspace(root, tmp_path, vanish=".gitignore")
+    assert paths(session, "**") == {"d", "d/a.log"}
+
+
+def test_a_directory_named_gitignore_holds_no_rules(root: Path, session: Any) -> None:
+    make_tree(root, {"d": {".gitignore": {"x.log": ""}, "y.log": ""}})
+    assert paths(session, "**") == {"d", "d/.gitignore", "d/.gitignore/x.log", "d/y.log"}
+
+
+def test_failures_to_list_or_read_rules_are_errors(root: Path, tmp_path: Path) -> None:
+    import errno
+
+    make_tree(root, {"d": {".gitignore": "x\n", "f": ""}})
+    broken_root = _workspace(root, tmp_path, fail_scandir={"ws": errno.EIO})
+    assert error(lambda: broken_root.glob("**")) == "IO_ERROR"
+    broken_rules = _workspace(root, tmp_path, fail_read={".gitignore": errno.EIO})
+    assert error(lambda: broken_rules.glob("**")) == "IO_ERROR"
+    # A subdirectory that cannot be listed any more is skipped, as one that vanished.
+    unlistable = _workspace(root, tmp_path, fail_scandir={"/d": errno.EACCES})
+    assert paths(unlistable, "**") == {"d"}
+
+
+def test_ignored_symlinks_and_non_ascii_entries(root: Path, session: Any) -> None:
+    make_tree(
+        root,
+        {
+            ".gitignore": "ln\né*/\n*.txt\n!k*.txt\n",
+            "ln": Link("x"),
+            "éx": {"f": ""},
+            "ü.txt": "",
+            "kü.txt": "",
+            "y": "",
+        },
+    )
+    assert paths(session, "**") == {".gitignore", "kü.txt", "y"}

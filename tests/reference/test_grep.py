@@ -86,6 +86,7 @@ def test_crlf_lines_end_before_the_carriage_return(root: Path, session: Any, bac
     assert hits(session.grep("d$")) == [("f", 1, 3, "end")]
     assert hits(session.grep("mid.dle")) == [("f", 2, 1, "mid\rdle")]
     assert hits(session.grep("t$")) == [("f", 3, 4, "last")]
+    assert [h[1] for h in hits(session.grep(r"\w$"))] == [1, 2, 3]  # no literal to look for
 
 
 def test_a_bom_is_not_part_of_the_first_line(root: Path, session: Any, backend: str) -> None:
@@ -521,3 +522,124 @@ def test_read_files_reads_regular_files_and_reports_the_rest(
         assert errors["fifo"] == errno.EISDIR
     limited = dict(fs.read_files(str(tmp_path), ["a", "b"], limit=3))
     assert limited == {"a": b"alp", "b": b"bbb"}
+
+
+# -- failures and races ------------------------------------------------------------------------
+
+
+def test_include_patterns_pathspec_rejects_are_invalid(root: Path, session: Any) -> None:
+    assert error(lambda: session.grep("x", include="!")) == "INVALID_ARGUMENT"
+    assert error(lambda: session.grep("x", include="\\")) == "INVALID_ARGUMENT"
+
+
+def test_a_single_file_path_that_is_excluded_other_or_too_large(
+    root: Path, state_dir: Path
+) -> None:
+    import os
+
+    make_tree(root, {".git": {"HEAD": "TODO"}, "big": "TODO " * 10})
+    workspace = Workspace(root, state_dir, Limits(grep_file_bytes=20))
+    session = workspace.session("s")
+    result = session.grep("TODO", path=".git/HEAD")
+    assert (result.matches, result.files_searched) == ((), 0)
+    result = session.grep("TODO", path="big")
+    assert (result.matches, result.files_searched, result.files_skipped_too_large) == ((), 0, 1)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(root / "pipe")
+        assert session.grep("TODO", path="pipe").files_searched == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_read_failures_skip_a_vanished_file_and_report_an_io_error(
+    root: Path, tmp_path: Path, backend: str
+) -> None:
+    import errno
+
+    from tests.reference.search_trees import scripted_fs
+
+    make_tree(root, {"gone": "TODO\n", "kept": "TODO\n", "bad": "TODO\n"})
+    vanished = Workspace(root, tmp_path / "s1", fs=scripted_fs(fail_read={"/gone": errno.ENOENT}))
+    vanished.grep_backend = backend
+    assert [m.path for m in vanished.session("s").grep("TODO").matches] == ["bad", "kept"]
+    failing = Workspace(root, tmp_path / "s2", fs=scripted_fs(fail_read={"/bad": errno.EIO}))
+    failing.grep_backend = backend
+    assert error(lambda: failing.session("s").grep("TODO")) == "IO_ERROR"
+
+
+def test_a_missing_or_broken_ripgrep_executable(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    make_tree(root, {"f": "TODO\n"})
+    monkeypatch.setattr(_grep_rg, "find_rg", lambda: str(tmp_path / "no-such-rg"))
+    workspace.grep_backend = "auto"
+    assert workspace.session("s").grep("TODO").backend == "python"
+    assert not _grep_rg._works(str(tmp_path / "no-such-rg"))
+
+
+@pytest.mark.parametrize(
+    ("script", "backend"),
+    [
+        ("printf 'garbage without a nul\\n'", "python"),  # unparsable: the Python backend
+        ("printf 'f\\0001:TODO'", "rg"),  # a last record without a newline is fine
+        ("exit 2", "python"),  # an error without a message
+        ("echo 'rg: f: Input/output error (os error 5)' >&2; exit 2", "python"),
+        ("echo 'rg: f: No such file or directory (os error 2)' >&2; exit 2", "rg"),
+    ],
+)
+def test_what_ripgrep_prints_decides_whether_its_result_is_used(
+    root: Path, workspace: Workspace, fake_rg: Any, script: str, backend: str
+) -> None:
+    fake_rg(script)
+    make_tree(root, {"f": "TODO\n"})
+    workspace.grep_backend = "auto"
+    result = workspace.session("s").grep("TODO")
+    assert result.backend == backend
+    assert hits(result) == (
+        [("f", 1, 1, "TODO")] if backend == "python" or "TODO" in script else []
+    )
+
+
+def test_a_stopped_batch_does_not_start_and_a_running_one_is_killed(tmp_path: Path) -> None:
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(_grep_rg.RipgrepFailed):
+        _grep_rg._run(["sleep", "30"], str(tmp_path), lambda: None, stop)
+    running = threading.Event()
+    threading.Timer(0.2, running.set).start()
+    started = time.monotonic()
+    with pytest.raises(_grep_rg.RipgrepFailed):
+        _grep_rg._run(["sleep", "30"], str(tmp_path), lambda: None, running)
+    assert time.monotonic() - started < 10
+
+
+def test_the_packaged_ripgrep_is_found_through_its_distribution(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import importlib.metadata
+
+    class _File:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def locate(self) -> Path:
+            return tmp_path / "bin" / self.name
+
+    monkeypatch.setattr(importlib.metadata, "files", lambda name: [_File("LICENSE"), _File("rg")])
+    assert _grep_rg._packaged_rg() == str(tmp_path / "bin" / "rg")
+    monkeypatch.setattr(importlib.metadata, "files", lambda name: [_File("LICENSE")])
+    assert _grep_rg._packaged_rg() is None
+
+    def missing(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "files", missing)
+    assert _grep_rg._packaged_rg() is None
+
+
+def test_candidates_that_vanish_during_the_walk_are_not_counted(root: Path, tmp_path: Path) -> None:
+    from tests.reference.search_trees import scripted_fs
+
+    make_tree(root, {"vanish.txt": "TODO\n", "kept.txt": "TODO\n"})
+    workspace = Workspace(root, tmp_path / "s", fs=scripted_fs(vanish="vanish"))
+    result = workspace.session("s").grep("TODO")
+    assert ([m.path for m in result.matches], result.files_searched) == (["kept.txt"], 1)

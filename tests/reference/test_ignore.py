@@ -266,3 +266,37 @@ def test_ignore_files_are_cached_by_content(root: Path) -> None:
     assert _ignore.ignore_file(b"*.a\n", ".gitignore", "") is first
     assert _ignore.ignore_file(b"*.b\n", ".gitignore", "") is not first
     assert os.fspath(root)  # the fixture is a real directory
+
+
+def test_a_trailing_backslash_keeps_the_line_as_is() -> None:
+    (rule,) = parse_rules(b"foo \\\n", ".gitignore")
+    assert rule.pattern == "foo \\"
+
+
+def test_a_later_name_rule_wins_over_an_earlier_path_rule(root: Path, session: Any) -> None:
+    make_tree(root, {".gitignore": "a/b\n!b\n", "a": {"b": "", "c": ""}})
+    assert explain(session, "a/b") == (False, ".gitignore", 2, "!b")
+    assert "a/b" in listed(session)
+
+
+def test_a_re_including_path_rule_after_an_excluding_name_rule(root: Path, session: Any) -> None:
+    make_tree(
+        root,
+        {
+            ".gitignore": "*.log\n!d/keep.log\n!é/keep.log\n",
+            "d": {"keep.log": "", "drop.log": ""},
+            "é": {"keep.log": "", "drop.log": ""},
+        },
+    )
+    assert listed(session) == {".gitignore", "d", "d/keep.log", "é", "é/keep.log"}
+
+
+def test_caches_stay_bounded(monkeypatch: pytest.MonkeyPatch, root: Path, session: Any) -> None:
+    from editspec.reference import _ignore
+
+    monkeypatch.setattr(_ignore, "_CACHE_LIMIT", 2)
+    make_tree(root, {".gitignore": "x\n", "a": {".gitignore": "y\n"}, "b": {".gitignore": "z\n"}})
+    for _ in range(2):
+        assert listed(session) == {".gitignore", "a", "a/.gitignore", "b", "b/.gitignore"}
+    assert len(_ignore._file_cache) <= 2
+    assert len(_ignore._stack_cache) <= 2

@@ -234,3 +234,46 @@ def test_paging_while_entries_are_added_lists_every_original_entry_once_in_order
     assert set(original) <= set(seen)  # nothing that was there all along is skipped
     full = names(session.list_directory(depth=2, include_hidden=True))
     assert seen == [p for p in full if p in set(seen)]  # in listing order
+
+
+def _forge(payload: dict[str, Any]) -> str:
+    import hashlib
+    import json
+
+    data = json.dumps(payload, separators=(",", ":")).encode()
+    body = base64.urlsafe_b64encode(data).decode().rstrip("=")
+    return body + "." + hashlib.sha256(data).hexdigest()[:12]
+
+
+def test_cursors_with_a_valid_checksum_but_a_bad_key(root: Path, session: Any) -> None:
+    (root / "a").write_text("")
+    bind = {"v": 1, "p": ".", "d": 1, "h": False}
+    for key in [None, [], [[2, "a"]], [[0]], [[0, 5]], ["a"]]:
+        cursor = _forge({**bind, "k": key})
+        assert (
+            error(lambda cursor=cursor: session.list_directory(cursor=cursor)) == "INVALID_ARGUMENT"
+        )
+    assert error(lambda: session.list_directory(cursor=_forge([1, 2]))) == "INVALID_ARGUMENT"  # type: ignore[arg-type]
+    assert names(session.list_directory(cursor=_forge({**bind, "k": [[1, "0"]]}))) == ["a"]
+
+
+def test_listing_survives_entries_that_vanish_and_reports_listing_errors(
+    root: Path, tmp_path: Path
+) -> None:
+    import errno
+
+    from tests.reference.search_trees import scripted_fs
+
+    make_tree(
+        root, {"keep": "", "vanish": "", "d": {"vanish_too": "", "x": ""}, "ln": Link("keep")}
+    )
+    session = Workspace(root, tmp_path / "st1", fs=scripted_fs(vanish="vanish")).session("s")
+    assert names(session.list_directory(depth=2)) == ["d", "d/x", "keep", "ln"]
+    broken = Workspace(root, tmp_path / "st2", fs=scripted_fs(fail_scandir={"ws": errno.EIO}))
+    assert error(lambda: broken.session("s").list_directory()) == "IO_ERROR"
+    unlistable = Workspace(
+        root, tmp_path / "st3", fs=scripted_fs(fail_scandir={"/d": errno.EACCES})
+    )
+    assert names(unlistable.session("s").list_directory(depth=2)) == ["d", "keep", "ln"]
+    no_links = Workspace(root, tmp_path / "st4", fs=scripted_fs(fail_readlink=True))
+    assert names(no_links.session("s").list_directory(depth=2)) == ["d", "d/x", "keep"]

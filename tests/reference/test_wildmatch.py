@@ -248,3 +248,16 @@ def test_literal_helpers() -> None:
 )
 def test_brace_expansion(pattern: str, expanded: list[str]) -> None:
     assert _wildmatch.expand_braces(pattern) == expanded
+
+
+@pytest.mark.parametrize("pattern", ["[\\", "[a-\\", "[[:alpha", "[a"])
+def test_malformed_brackets_match_nothing(pattern: str) -> None:
+    for text in ["a", "\\", "[", "z", "m", "[a"]:
+        assert not wildmatch(pattern, text)
+
+
+def test_a_reversed_range_keeps_its_first_member() -> None:
+    # wildmatch takes "z" as a member before it sees "-a" (an empty range).
+    assert wildmatch("[z-a]", "z")
+    assert not wildmatch("[z-a]", "m")
+    assert not wildmatch("[z-a]", "a")
