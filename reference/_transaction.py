@@ -24,8 +24,8 @@ re-verifies the planned old bytes byte-for-byte, lets the caller create snapshot
    directories it will create -- before any of them exists;
 2. missing parent directories created (their parents fsynced); each new content
    written to an exclusive stage file beside its target, fsynced;
-3. each existing target hard-linked to an exclusive backup beside it; the backup is
-   re-verified against the planned old bytes; directories fsynced;
+3. each existing target hard-linked to an exclusive backup beside it; directories
+   fsynced; then every backup is re-verified against the planned old bytes;
 4. publish -- update: rename the stage over the target; add: link the stage into place
    (no clobber), unlink the stage; delete: unlink the target; move: link the stage at
    the new path (no clobber), unlink the source, unlink the stage; directories fsynced;
@@ -474,17 +474,19 @@ def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
             continue
         fs.link(step.path, step.backup)
         owned.backups.add(step.backup)
-        # The inode we are about to replace, and would restore, holds the planned bytes:
-        # the last check before publishing (TRACK: re-verified in the critical section).
-        if fs.read_bytes(step.backup) != step.old_bytes:
+    _fsync_dirs(
+        fs, {os.path.dirname(side) for step in steps for side in (step.stage, step.backup) if side}
+    )
+    # The inodes we are about to replace, and would restore, hold the planned bytes: the
+    # last check, right before the first publish (TXN-006: re-verified in the critical
+    # section; a change during the links or the fsyncs above is caught too).
+    for step in steps:
+        if step.backup is not None and fs.read_bytes(step.backup) != step.old_bytes:
             raise ToolError(
                 _errors.STALE,
                 f"{step.entry.path} changed on disk while the transaction was prepared",
                 path=step.entry.path,
             )
-    _fsync_dirs(
-        fs, {os.path.dirname(side) for step in steps for side in (step.stage, step.backup) if side}
-    )
     # 4. Publish.
     for op, change_steps in plan.changes:
         _publish_change(fs, op, change_steps, owned)
