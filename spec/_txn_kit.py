@@ -123,10 +123,11 @@ class Runs:
         self.crash = crash
         self.before = expected_names(BEFORE)
         self.after = expected_names(AFTER)
+        self.driver: Any = None  # the driver of the last ``fresh`` run
 
     def fresh(self, files: Mapping[str, bytes] = BEFORE, session_id: str = "A") -> Any:
         """A new driver (recovered) over a tree holding ``files``, and a session that read them."""
-        driver = self.crash.restart()
+        driver = self.driver = self.crash.restart()
         driver.recover()
         reset(self.disk, files)
         session = driver.open_session(session_id)
@@ -146,8 +147,18 @@ class Runs:
         return trace
 
     def recovered(self) -> Any:
-        """A restarted driver that has run recovery; the report."""
-        return self.crash.restart().recover()
+        """Restart the driver and run recovery; the report."""
+        self.driver = self.crash.restart()
+        return self.driver.recover()
+
+    def crashed_at(self, step: int, patch: str = PATCH) -> bool:
+        """A fresh run of ``patch`` killed at its ``step``-th mutating call; whether it was."""
+        from editspec.spec.crash import crash_at
+
+        session = self.fresh()
+        with crash_at(step) as point:
+            session.apply_patch(patch)
+        return bool(point.crashed)
 
     def assert_before_or_after(self, where: str) -> str:
         """The root is all-before or all-after, nothing else; which one."""
