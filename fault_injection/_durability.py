@@ -359,7 +359,7 @@ def simulate(image: Image, trace: Sequence[TraceOp]) -> Simulation:
     return sim
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PowerState:
     """One disk state a power cut can leave."""
 
@@ -397,6 +397,9 @@ class PowerState:
             else:
                 out[relative] = trees.Entry.file(self.contents[node.inode], self.modes[node.inode])
         return dict(sorted(out.items()))
+
+    def __repr__(self) -> str:
+        return f"<PowerState: {self.describe()}>"
 
     def describe(self) -> str:
         parts = [f"power cut after {self.point} operations"]

@@ -31,10 +31,11 @@ from editspec.fault_injection.scenario import Scenario, describe_step, versions
 
 
 class _Printer:
-    def __init__(self, out: TextIO, base: str) -> None:
+    def __init__(self, out: TextIO, base: str, *, verbose: bool = False) -> None:
         self.out = out
         self.base = base
         self.live = True
+        self.verbose = verbose
 
     def path(self, path: str) -> str:
         if path.startswith(self.base + os.sep):
@@ -45,6 +46,8 @@ class _Printer:
         if not self.live:
             return
         record = event.record
+        if not self.verbose and not event.counted:
+            return  # queries and locks only with --verbose
         counter = f"#{record.index:<3}" if record.index else "    "
         paths = " -> ".join(self.path(p) for p in record.paths)
         size = f" {record.nbytes} bytes" if record.name == "write" else ""
@@ -98,7 +101,7 @@ def _print_power_trace(
         out.write("      ---- power cut here, after the last operation ----\n")
 
 
-def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout) -> int:
+def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout, *, verbose: bool = False) -> int:
     """Re-run the scenario at ``path``, printing every operation; 1 if the failure reproduces."""
     scenario = Scenario.load(path)
     out.write(f"scenario {scenario.name}")
@@ -116,14 +119,14 @@ def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout) -> int:
         out.write(f"  recorded problem: {line}\n")
     base = tempfile.mkdtemp(prefix="editspec-replay-")
     try:
-        return _replay(scenario, base, out)
+        return _replay(scenario, base, out, verbose=verbose)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _replay(scenario: Scenario, base: str, out: TextIO) -> int:
+def _replay(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int:
     sandbox = harness.Sandbox(base)
-    printer = _Printer(out, sandbox.base)
+    printer = _Printer(out, sandbox.base, verbose=verbose)
     runner = harness.Runner(
         sandbox, count=scenario.count, watch=printer.event, on_restart=printer.restart
     )
@@ -165,6 +168,15 @@ def _replay(scenario: Scenario, base: str, out: TextIO) -> int:
             )
         if report.restart_error is not None:
             out.write(f"    !! recovery failed: {report.restart_error}\n")
+        allowed = step.get("outcomes")
+        if allowed and report.outcome is not None and report.outcome.code not in allowed:
+            out.write(f"  FIRST DIVERGENCE at step {number + 1}:\n")
+            out.write(
+                f"    the engine answered {report.outcome.code}; the model expects one of "
+                f"{', '.join(allowed)}\n"
+            )
+            out.write("reproduced\n")
+            return 1
         expected = step.get("expect")
         if expected is None and fault is not None and scenario.expected:
             expected = list(scenario.expected)
@@ -190,5 +202,11 @@ def main_replay(argv: Sequence[str] | None = None, *, stdout: TextIO | None = No
         prog="editspec replay", description="re-run a saved fault-injection scenario"
     )
     parser.add_argument("scenario", help="a scenario JSON file written by explore or the machines")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print queries (lstat, read_bytes, ...) and locks",
+    )
     args = parser.parse_args(argv)
-    return replay(args.scenario, stdout if stdout is not None else sys.stdout)
+    return replay(args.scenario, stdout if stdout is not None else sys.stdout, verbose=args.verbose)

@@ -134,7 +134,8 @@ def _step_from_json(step: Mapping[str, Any]) -> dict[str, Any]:
 
 def describe_step(step: Mapping[str, Any]) -> str:
     """One line for a step, for logs and replay output."""
-    shown = {k: v for k, v in step.items() if k not in ("call", "expect", "session")}
+    hidden = ("call", "expect", "session", "fault", "outcomes")
+    shown = {k: v for k, v in step.items() if k not in hidden}
     for key in ("content", "patch"):
         value = shown.get(key)
         if isinstance(value, (bytes, str)) and len(value) > 40:
