@@ -1,9 +1,10 @@
 """The MCP tools of ``editspec serve``: names, argument schemas, result schemas (as data).
 
 One tool per operation of the driver contract (DESIGN §2), named as the operation:
-``read``, ``write``, ``edit``, ``apply_patch``, ``glob``, ``grep``, ``list_directory``,
-``rewind`` and ``recover``. Every tool but ``recover`` takes a ``session_id`` (default
-``"default"``): read records and snapshot history belong to a session, as in-process.
+``read``, ``write``, ``edit``, ``edit_notebook``, ``apply_patch``, ``glob``, ``grep``,
+``list_directory``, ``rewind`` and ``recover``. Every tool but ``recover`` takes a
+``session_id`` (default ``"default"``): read records and snapshot history belong to a
+session, as in-process.
 
 Arguments are checked here, not by the SDK, so a wrong type is the engine's
 ``INVALID_ARGUMENT`` (a tool error with a code), never a protocol error without one.
@@ -28,6 +29,7 @@ from editspec.reference import (
     GlobResult,
     GrepResult,
     ListResult,
+    NotebookResult,
     PatchResult,
     ReadResult,
     RecoveryReport,
@@ -236,6 +238,25 @@ TOOLS: tuple[ToolDef, ...] = (
         result=EditResult,
         read_only=False,
         call=_session_call("edit", "path", "edits"),
+    ),
+    ToolDef(
+        name="edit_notebook",
+        description="Replace, insert or delete one cell of a Jupyter notebook (.ipynb) this "
+        "session has read, by cell id or 0-based index; outputs of a replaced code cell are "
+        "cleared and the file's JSON layout is kept.",
+        args=(
+            _PATH,
+            Arg("cell_id", "string", "the cell's id (nbformat 4.5+)"),
+            Arg("index", "integer", "the cell's 0-based index (insert: where the new cell goes)"),
+            Arg("mode", "string", "'replace' (default), 'insert' or 'delete'"),
+            Arg("source", "string", "the cell's new source (replace, insert)"),
+            Arg("cell_type", "string", "'code', 'markdown' or 'raw'"),
+            _EXPECTED,
+            _MESSAGE,
+        ),
+        result=NotebookResult,
+        read_only=False,
+        call=_session_call("edit_notebook", "path"),
     ),
     ToolDef(
         name="apply_patch",

@@ -26,9 +26,12 @@ describe the format. In short::
     arguments = { path = "path" }       # contract argument -> tool argument
     result = "structured"               # "structured" | "json" | "text" | "lines"
     fields = { content = "content" }    # contract field -> result field (dotted path)
+    ignore = ["max_bytes"]              # arguments whose every value the tool already
+                                        # honours (it always reads whole files)
 
 A contract argument the map does not name is left out when the caller leaves it at its
-default, and is an error (reported as ERROR, never silently dropped) when it does not.
+default, and is an error (reported as ERROR, never silently dropped) when it does not,
+unless the map lists it under ``ignore``.
 A result field the server does not report raises ``FieldNotReported`` when a clause reads
 it: the clause FAILs and its message names the missing field.
 """
@@ -67,6 +70,16 @@ OPERATIONS: Mapping[str, Mapping[str, Any]] = {
         "message_id": None,
     },
     "edit": {"path": None, "edits": None, "expected_sha256": None, "message_id": None},
+    "edit_notebook": {
+        "path": None,
+        "cell_id": None,
+        "index": None,
+        "mode": "replace",
+        "source": None,
+        "cell_type": None,
+        "expected_sha256": None,
+        "message_id": None,
+    },
     "apply_patch": {"patch": None, "message_id": None},
     "glob": {"pattern": None, "path": None, "max_results": None},
     "grep": {
@@ -178,6 +191,7 @@ class ToolMap:
     empty_text: str | None = None
     values: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     relative_paths: tuple[str, ...] = ()
+    ignore: frozenset[str] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -194,6 +208,11 @@ class ServerMap:
     code_pattern: re.Pattern[str] | None
     error_rules: tuple[ErrorRule, ...]
     source: str
+
+    @property
+    def label(self) -> str:
+        """The map's file name, for messages (a report carries no local paths)."""
+        return Path(self.source).name
 
 
 def _table(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -224,6 +243,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
     known = {
         "name", "arguments", "edit_fields", "fixed", "result", "fields", "text_field",
         "line_pattern", "list_field", "item_group", "empty_text", "values", "relative_paths",
+        "ignore",
     }  # fmt: skip
     unknown = sorted(set(data) - known)
     if unknown:
@@ -233,7 +253,10 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
         arguments = {name: name for name in OPERATIONS[operation] if name != "content_base64"}
         if operation == "write":
             arguments["content_base64"] = "content_base64"
-    wrong = sorted(set(arguments) - set(OPERATIONS[operation]))
+    ignore = data.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(item, str) for item in ignore):
+        raise MapError(f"{where}: ignore must be a list of argument names")
+    wrong = sorted((set(arguments) | set(ignore)) - set(OPERATIONS[operation]))
     if wrong:
         raise MapError(f"{where}: {operation} has no argument {wrong}")
     edit_fields = _strings(data, "edit_fields", where) if "edit_fields" in data else None
@@ -266,6 +289,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
         empty_text=data.get("empty_text"),
         values={key: dict(value) for key, value in values.items()},
         relative_paths=tuple(relative),
+        ignore=frozenset(ignore),
     )
 
 
@@ -275,7 +299,7 @@ def default_map() -> ServerMap:
 
     return ServerMap(
         name=None,
-        capabilities=CAPABILITIES - {"python_fs"},
+        capabilities=CAPABILITIES - {"python_fs", "remote_acp"},
         session_argument="session_id",
         protocol="auto",
         timeout=120.0,

@@ -22,6 +22,7 @@ so the suite reports it as ERROR.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import concurrent.futures
 import contextlib
@@ -124,6 +125,7 @@ class _Connection:
         self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.finished: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._stop: asyncio.Event | None = None
+        self._stopping = False
 
     def launch_argv(self) -> list[str]:
         if os.name != "posix":
@@ -135,6 +137,10 @@ class _Connection:
         from mcp import Client, StdioServerParameters, stdio_client
 
         self._stop = asyncio.Event()
+        if self._stopping:  # stopped before it started
+            self.ready.set_exception(ServerError("the MCP driver is closed"))
+            self.finished.set_result(None)
+            return
         argv = self.launch_argv()
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
         try:
@@ -163,8 +169,12 @@ class _Connection:
                 self.finished.set_result(None)
 
     def stop(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.call_soon_threadsafe(self._request_stop)
+
+    def _request_stop(self) -> None:  # on the loop thread
+        self._stopping = True
         if self._stop is not None:
-            loop.call_soon_threadsafe(self._stop.set)
+            self._stop.set()
 
     def pid(self) -> int | None:
         self.stderr.flush()
@@ -186,6 +196,27 @@ class _Connection:
         return ""
 
 
+_STOPPING: set[_Connection] = set()
+
+
+def _stopped(connection: _Connection) -> None:
+    _STOPPING.discard(connection)
+    with contextlib.suppress(OSError, ValueError):
+        connection.stderr.close()
+
+
+def _wait_stopped(connection: _Connection, *, timeout: float) -> None:
+    with contextlib.suppress(concurrent.futures.TimeoutError):
+        connection.finished.result(timeout=timeout)
+    _stopped(connection)
+
+
+@atexit.register
+def _wait_for_stopping_servers() -> None:
+    for connection in list(_STOPPING):
+        _wait_stopped(connection, timeout=10)
+
+
 # -- the driver ------------------------------------------------------------------------------
 
 
@@ -202,20 +233,20 @@ class McpDriver:
         self.capabilities: frozenset[str] = server_map.capabilities | {"process"}
         self._loop = _Loop.get()
         self._connection: _Connection | None = None
+        self._lock = threading.Lock()
         self._closed = False
-        self._start()
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def _start(self) -> None:
-        connection = _Connection(self.argv, self.map.protocol)
-        self._loop.submit(connection.run())
-        self._connection = connection
-
     def _ready(self) -> _Connection:
-        connection = self._connection
-        if connection is None or self._closed:
-            raise ServerError("the MCP driver is closed")
+        """The running server, started on first use (one start, whichever thread asks first)."""
+        with self._lock:
+            if self._closed:
+                raise ServerError("the MCP driver is closed")
+            connection = self._connection
+            if connection is None:
+                connection = self._connection = _Connection(self.argv, self.map.protocol)
+                self._loop.submit(connection.run())
         try:
             connection.ready.result(timeout=_START_TIMEOUT)
         except concurrent.futures.TimeoutError:
@@ -232,27 +263,31 @@ class McpDriver:
 
     @property
     def pid(self) -> int | None:
-        """The server's process id (POSIX), once it is up."""
+        """The server's process id (POSIX); starts the server if it is not running."""
         return self._ready().pid()
 
-    def _shutdown(self) -> None:
-        connection, self._connection = self._connection, None
+    def _stop(self, *, wait: bool) -> None:
+        with self._lock:
+            connection, self._connection = self._connection, None
         if connection is None:
             return
         connection.stop(self._loop.loop)
-        with contextlib.suppress(concurrent.futures.TimeoutError):
-            connection.finished.result(timeout=30)
-        connection.stderr.close()
+        if wait:
+            _wait_stopped(connection, timeout=30)
+        else:
+            # The next clause need not wait for this one's server to exit; the process
+            # does, before it ends (atexit).
+            _STOPPING.add(connection)
+            connection.finished.add_done_callback(lambda _: _stopped(connection))
 
     def close(self) -> None:
-        """Stop the server: stdin closed, then the SDK's terminate/kill escalation."""
-        self._shutdown()
+        """Stop the server (stdin closed, then the SDK's terminate/kill escalation)."""
+        self._stop(wait=False)
         self._closed = True
 
     def restart(self) -> None:
-        """Stop the server and start a new one over the same root and state directory."""
-        self._shutdown()
-        self._start()
+        """Stop the server and wait for it; the next call starts a new one (same directories)."""
+        self._stop(wait=True)
 
     def kill(self) -> None:
         """SIGKILL the server's process group: a crash, with no cleanup."""
@@ -273,7 +308,7 @@ class McpDriver:
     def tool(self, operation: str) -> ToolMap:
         tool = self.map.tools.get(operation)
         if tool is None:
-            raise NotMapped(f"{self.map.source}: the server has no tool for {operation}")
+            raise NotMapped(f"{self.map.label}: the server has no tool for {operation}")
         return tool
 
     def call(self, operation: str, session_id: str | None, values: dict[str, Any]) -> Any:
@@ -306,10 +341,10 @@ class McpDriver:
                 continue
             target = tool.arguments.get(name)
             if target is None:
-                if value == defaults.get(name):
+                if value == defaults.get(name) or name in tool.ignore:
                     continue
                 raise NotMapped(
-                    f"{self.map.source}: the server's {tool.name} has no argument for "
+                    f"{self.map.label}: the server's {tool.name} has no argument for "
                     f"{name}={value!r}"
                 )
             arguments[target] = value
@@ -326,7 +361,7 @@ class McpDriver:
                     if value is None or value == default:
                         continue
                     raise NotMapped(
-                        f"{self.map.source}: the server's {tool.name} edits have no field for "
+                        f"{self.map.label}: the server's {tool.name} edits have no field for "
                         f"{name}={value!r}"
                     )
                 if value is not None:
@@ -451,7 +486,7 @@ class McpSession:
                 values["content"] = bytes(content).decode("utf-8")
             except UnicodeDecodeError:
                 raise NotMapped(
-                    f"{self._driver.map.source}: the server's {tool.name} takes text only, and "
+                    f"{self._driver.map.label}: the server's {tool.name} takes text only, and "
                     "these bytes are not UTF-8"
                 ) from None
         return self._driver.call("write", self.id, values)
@@ -467,6 +502,30 @@ class McpSession:
         items = self._driver.edits(self._driver.tool("edit"), edits)
         return self._call(
             "edit", path=path, edits=items, expected_sha256=expected_sha256, message_id=message_id
+        )
+
+    def edit_notebook(
+        self,
+        path: str,
+        cell_id: str | None = None,
+        index: int | None = None,
+        mode: str = "replace",
+        source: str | None = None,
+        cell_type: str | None = None,
+        *,
+        expected_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any:
+        return self._call(
+            "edit_notebook",
+            path=path,
+            cell_id=cell_id,
+            index=index,
+            mode=mode,
+            source=source,
+            cell_type=cell_type,
+            expected_sha256=expected_sha256,
+            message_id=message_id,
         )
 
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> Any:
