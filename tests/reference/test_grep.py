@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -462,7 +463,12 @@ def test_find_rg_prefers_path_then_the_package(
         ("(?i:ab)cd", 0, {("cd", False)}),
         ("todo", re.IGNORECASE, {("todo", True)}),
         ("(?=x)y", 0, {("y", False)}),
-        ("(?>abc)", 0, {("abc", False)}),
+        pytest.param(
+            "(?>abc)",
+            0,
+            {("abc", False)},
+            marks=pytest.mark.skipif(sys.version_info < (3, 11), reason="atomic groups: 3.11+"),
+        ),
         ("", 0, None),
         ("a\nb", 0, {("a", False)}),
     ],
