@@ -185,6 +185,8 @@ def materialized(
         shutil.rmtree(base, ignore_errors=True)
 
 
+# Generated regexes such as "[[" make Python warn about future set syntax; not our concern.
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
 needs_rg = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 
