@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from editspec.spec.fixtures import CrashKit, Disk
@@ -193,6 +193,3 @@ def mentions(exc: BaseException, path: str) -> bool:
     """The error names ``path`` in its message or its details."""
     details = getattr(exc, "details", None)
     return path in str(exc) or path in repr(details)
-
-
-Action = Callable[[], object]
