@@ -49,13 +49,6 @@ class Image:
     entries: Mapping[str, Node]
     data: Mapping[int, bytes]
     modes: Mapping[int, int]
-    umask: int = 0o022
-
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
 
 
 def capture_image(roots: Sequence[str]) -> Image:
@@ -84,7 +77,7 @@ def capture_image(roots: Sequence[str]) -> Image:
                             data[inode] = handle.read()
                         modes[inode] = stat.S_IMODE(info.st_mode)
                     entries[full] = FileNode(inode)
-    return Image(tuple(roots), entries, data, modes, _umask())
+    return Image(tuple(roots), entries, data, modes)
 
 
 @attrs.frozen
@@ -96,7 +89,7 @@ class TraceOp:
     paths: tuple[str, ...]
     fd: int | None = None
     data: bytes = b""
-    mode: int | None = None
+    mode: int | None = None  # permission bits: as created (create, mkdir), or as set (fchmod)
     index: int = 0  # the FaultyFileSystem counter value (0 if not counted)
 
     def describe(self) -> str:
@@ -159,8 +152,9 @@ class TraceRecorder:
         name, args = record.name, event.args
         op = TraceOp(position=len(self.ops), name=name, paths=record.paths, index=record.index)
         if name in ("create_exclusive", "lock_file"):
+            # The mode the file really got (the umask applied, as the platform does it).
             op = attrs.evolve(
-                op, fd=event.result, mode=args[1] if name == "create_exclusive" else 0o600
+                op, fd=event.result, mode=stat.S_IMODE(os.fstat(event.result).st_mode)
             )
         elif name == "write":
             op = attrs.evolve(op, fd=args[0], data=bytes(args[1]))
@@ -169,7 +163,7 @@ class TraceRecorder:
         elif name == "fchmod":
             op = attrs.evolve(op, fd=args[0], mode=args[1])
         elif name == "mkdir":
-            op = attrs.evolve(op, mode=args[1])
+            op = attrs.evolve(op, mode=stat.S_IMODE(os.lstat(record.paths[0]).st_mode))
         self.ops.append(op)
 
 
@@ -261,7 +255,7 @@ class Simulation:
         self._next_inode += 1
         self.data[inode] = bytearray()
         self.synced[inode] = b""
-        self.modes[inode] = mode & ~self.image.umask
+        self.modes[inode] = mode
         self.origin[inode] = path
         self.origin_key[inode] = f"op:{position}"
         return inode
@@ -324,7 +318,7 @@ class Simulation:
                 if path in entry_op.dirs:
                     entry_op.synced.add(path)
         elif name == "mkdir":
-            mode = (op.mode if op.mode is not None else 0o777) & ~self.image.umask
+            mode = op.mode if op.mode is not None else 0o755
             self._entry_op(op, "add", path, DirNode(mode))
         elif name in ("unlink", "rmdir"):
             self._entry_op(op, "remove", path, None)

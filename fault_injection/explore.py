@@ -236,7 +236,7 @@ class _Worker:
             self.patcher = Patcher()
             self.patcher.setUp()
             os.makedirs(tempfile.gettempdir(), exist_ok=True)
-            inner = _fake_fs
+            inner = harness.InMemoryFileSystem
         base = tempfile.mkdtemp(prefix="editspec-explore-")
         self.sandbox = harness.Sandbox(base, inner=inner)
         if backend == "disk":  # also runs at the exit of a worker process
@@ -301,10 +301,6 @@ _ENGINE_MODULES = (
     "_text",
     "_diff",
 )
-
-
-def _fake_fs() -> FileSystem:
-    return FileSystem(secure_walk=False)
 
 
 _WORKER: _Worker | None = None

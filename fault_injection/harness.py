@@ -23,6 +23,7 @@ import contextlib
 import errno as _errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -59,6 +60,28 @@ WorkspaceFactory = Callable[[str, str, FileSystem], Workspace]
 def open_workspace(root: str, state_dir: str, fs: FileSystem) -> Workspace:
     """A fresh reference workspace; its constructor runs recovery."""
     return Workspace(root, state_dir, fs=fs)
+
+
+class InMemoryFileSystem(FileSystem):
+    """The port as the engine uses it under pyfakefs (which has no ``dir_fd`` support).
+
+    pyfakefs's ``os.open`` (6.x) applies its ``mode`` argument to a file that already
+    exists, so a plain read (default mode 0o777 & ~umask) would change the file's
+    permission bits; real kernels never do. The read restores them, so comparisons of
+    modes in memory mean what they mean on disk.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(secure_walk=False)
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        mode = os.lstat(path).st_mode
+        try:
+            return super().read_bytes(path, offset=offset, limit=limit)
+        finally:
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_mode != mode:
+                    os.chmod(path, stat.S_IMODE(mode))
 
 
 def _require_disposable(path: str) -> None:

@@ -72,10 +72,6 @@ def failure_dir() -> str:
 ACTIVE_PATCHER: Any = None
 
 
-def _fake_port() -> FileSystem:
-    return FileSystem(secure_walk=False)  # pyfakefs has no dir_fd support
-
-
 class WorkspaceMachine(RuleBasedStateMachine):
     """Shared machinery: sandbox, runner, model, faults, recording, invariants."""
 
@@ -94,7 +90,7 @@ class WorkspaceMachine(RuleBasedStateMachine):
         self.base = tempfile.mkdtemp(prefix="editspec-machine-")
         self.sandbox = harness.Sandbox(
             self.base,
-            inner=_fake_port if self.memory else FileSystem,
+            inner=harness.InMemoryFileSystem if self.memory else FileSystem,
             workspace=type(self).open_workspace,
         )
         self.runner = harness.Runner(self.sandbox)

@@ -1,0 +1,102 @@
+"""Benchmark the fault-injection explorer: states checked per second, in memory and on disk.
+
+    python bench/explore.py [--scenario NAME ...] [--jobs N] [--skip-full]
+
+For each backend (a temporary directory on disk; pyfakefs in memory) it checks every
+ordered power-loss state and every crash point of the chosen scenarios (default:
+``update-10-files`` and ``add-delete-move``) in one process, and times:
+
+- **check**: what the explorer does per state: write the state (or re-run the setup and
+  crash), open a fresh workspace (recovery), capture and compare the tree;
+- **floor**: the harness alone for the same power-loss states: write the state and
+  capture the tree, with no workspace opened; the least any exploration must do.
+
+It prints states per second for both and the ratio check/floor, then (unless
+``--skip-full``) the wall time of a full ``editspec explore`` of every standard scenario
+(ordered model) with ``--jobs`` processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+from editspec.fault_injection import explore, harness, trees
+from editspec.fault_injection.powerloss import materialize
+
+
+def measure(backend: str, names: Sequence[str]) -> dict[str, float]:
+    """Run in a worker process (pyfakefs patches the process it runs in)."""
+    worker = explore._Worker(backend)
+    box = worker.sandbox
+    power_states = crash_points = 0
+    check_seconds = floor_seconds = crash_seconds = 0.0
+    failed = 0
+    for name in names:
+        scenario, base = worker.baseline(name)
+        states, _ = worker.power_states(name, "ordered", explore.DEFAULT_LIMITS["ordered"])
+        started = time.perf_counter()
+        for state in states:
+            materialize(state, [box.root, box.state_dir])
+            trees.capture(box.root)
+        floor_seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        for state in states:
+            failed += not harness.check_power_state(box, scenario, base, state, "ordered").passed
+        check_seconds += time.perf_counter() - started
+        power_states += len(states)
+        started = time.perf_counter()
+        for at in range(1, base.count + 1):
+            failed += not harness.check_crash(box, scenario, base, at).passed
+        crash_seconds += time.perf_counter() - started
+        crash_points += base.count
+    return {
+        "power_states": power_states,
+        "crash_points": crash_points,
+        "check_rate": power_states / check_seconds,
+        "floor_rate": power_states / floor_seconds,
+        "crash_rate": crash_points / crash_seconds,
+        "failed": failed,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenario", action="append", choices=sorted(explore.STANDARD))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--skip-full", action="store_true")
+    args = parser.parse_args(argv)
+    names = args.scenario or ["update-10-files", "add-delete-move"]
+    print(f"scenarios: {', '.join(names)}")
+    print(
+        f"{'backend':<8} {'power states':>12} {'check/s':>9} {'floor/s':>9} {'ratio':>7} "
+        f"{'crash pts':>9} {'crash/s':>8} {'failed':>6}"
+    )
+    status = 0
+    for backend in ("memory", "disk"):
+        with ProcessPoolExecutor(max_workers=1) as pool:
+            result = pool.submit(measure, backend, names).result()
+        ratio = result["floor_rate"] / result["check_rate"]
+        print(
+            f"{backend:<8} {int(result['power_states']):>12} {result['check_rate']:>9.0f} "
+            f"{result['floor_rate']:>9.0f} {ratio:>6.1f}x {int(result['crash_points']):>9} "
+            f"{result['crash_rate']:>8.0f} {int(result['failed']):>6}"
+        )
+        status |= bool(result["failed"])
+    if not args.skip_full:
+        rows, _saved, wall = explore.explore(list(explore.STANDARD), jobs=args.jobs, out=None)
+        checked = sum(row.checked for row in rows)
+        print(
+            f"full exploration (ordered, disk, {args.jobs} processes): {checked} states in "
+            f"{wall:.1f} s ({checked / wall:.0f} states/s), "
+            f"{sum(row.failed for row in rows)} failed"
+        )
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
