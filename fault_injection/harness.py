@@ -25,7 +25,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -75,10 +75,28 @@ class InMemoryFileSystem(FileSystem):
         super().__init__(secure_walk=False)
 
     def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
-        mode = os.lstat(path).st_mode
-        try:
+        with _modes_kept([path]):
             return super().read_bytes(path, offset=offset, limit=limit)
-        finally:
+
+    def read_files(
+        self, directory: str, names: Iterable[str], *, limit: int | None = None
+    ) -> Iterator[tuple[str, bytes | OSError]]:
+        wanted = list(names)
+        with _modes_kept([os.path.join(directory, name) for name in wanted]):
+            results = list(super().read_files(directory, wanted, limit=limit))
+        return iter(results)
+
+
+@contextlib.contextmanager
+def _modes_kept(paths: Sequence[str]) -> Iterator[None]:
+    modes = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            modes[path] = os.lstat(path).st_mode
+    try:
+        yield
+    finally:
+        for path, mode in modes.items():
             with contextlib.suppress(OSError):
                 if os.lstat(path).st_mode != mode:
                     os.chmod(path, stat.S_IMODE(mode))

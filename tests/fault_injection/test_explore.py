@@ -192,3 +192,14 @@ def test_replay_of_a_power_loss_prints_the_cut(tmp_path: Path) -> None:
     printed = out.getvalue()
     assert "power cut here" in printed
     assert "power cut (ordered model)" in printed
+
+
+def test_the_in_memory_port_keeps_permission_bits_when_reading(fs: object) -> None:
+    path = Path("/ws/f.txt")
+    path.parent.mkdir()
+    path.write_bytes(b"x")
+    path.chmod(0o640)
+    port = harness.InMemoryFileSystem()
+    assert port.read_bytes(str(path)) == b"x"
+    assert [(name, data) for name, data in port.read_files("/ws", ["f.txt"])] == [("f.txt", b"x")]
+    assert path.stat().st_mode & 0o777 == 0o640
