@@ -642,6 +642,27 @@ def test_outside_denial_does_not_depend_on_existence(session, disk, alias):
     disk.assert_unchanged(before)
 
 
+@clause(
+    "PATH-032",
+    MUST,
+    requires={"glob", "confinement"},
+    text="Glob never follows a symlink: a link inside the root to a directory outside it is "
+    "not entered, and no file outside the root is listed.",
+    rationale="A search that follows links hands the agent the names (and then the contents) "
+    "of files wherever a link points: a home directory, another project, /etc.",
+)
+def test_glob_does_not_follow_a_link_outside(session, disk, alias):
+    _secret(alias)
+    disk.write("inside.txt", "kept\n")
+    alias.symlink("out", alias.outside)
+    before = disk.snapshot()
+    for pattern in ("**/*.txt", "out/*", "**/secret.txt"):
+        paths = list(session.glob(pattern).paths)
+        assert not [path for path in paths if path.startswith("out/")], (pattern, paths)
+    assert "inside.txt" in session.glob("**/*.txt").paths
+    disk.assert_unchanged(before)
+
+
 @pytest.fixture(autouse=True)
 def _symlinks_available(editspec_base):
     """Symlinks are a precondition of this module; a platform without them cannot run it."""
