@@ -50,11 +50,11 @@ def in_memory(failures: Path) -> Iterator[object]:
     ):
         __import__(f"editspec.reference.{module}")
     with Patcher() as patcher:
-        machines.ACTIVE_PATCHER = patcher
+        machines.WorkspaceMachine.active_patcher = patcher
         try:
             yield patcher
         finally:
-            machines.ACTIVE_PATCHER = None
+            machines.WorkspaceMachine.active_patcher = None
 
 
 def in_memory_variant(machine: type[machines.WorkspaceMachine]) -> type[machines.WorkspaceMachine]:

@@ -1,0 +1,469 @@
+"""The machinery shared by the state machines in ``machines``: strategies, the base machine.
+
+``WorkspaceMachine`` owns a ``harness.Sandbox`` and a ``harness.Runner``, a pure ``Model``,
+and the recorded steps of the run. ``engine`` runs a step without a fault and compares
+the outcome with the model's prediction; ``crash``, ``fail_io`` and ``power_loss`` run it
+with a fault, restart (a fresh workspace recovers) and ``settle`` the model on the tree
+the disk holds, which must be the model's before or after. Every failure is saved as a
+replayable scenario before the assertion is raised.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from editspec.fault_injection import harness, trees
+from editspec.fault_injection.model import Model, Prediction
+from editspec.fault_injection.powerloss import TraceRecorder, materialize, states_at
+from editspec.fault_injection.scenario import Scenario, perform
+from editspec.reference import FileSystem
+
+WORDS = ("alpha", "gamma", "delta", "omega", "sigma")  # same length: same-size rewrites
+SESSIONS = ("s1", "s2")
+ERRNOS = ("ENOSPC", "EIO", "EACCES", "EXDEV", "EROFS")
+
+lines = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)
+contents = st.one_of(
+    lines.map(lambda words: "".join(w + "\n" for w in words)),
+    # Now and then a file larger than a 4 KiB block, so power cuts can tear its data.
+    st.tuples(st.sampled_from(WORDS), st.integers(700, 1000)).map(lambda t: (t[0] + "\n") * t[1]),
+)
+# Where a fault lands, as a fraction of the operations the same call issued last time it
+# ran cleanly in this machine (``WorkspaceMachine.point``), so faults spread over the
+# whole publish instead of bunching at its first operations.
+crash_points = st.floats(min_value=0.0, max_value=1.0, exclude_max=True)
+fail_points = crash_points
+
+
+def failure_dir() -> str:
+    return os.environ.get("EDITSPEC_FAILURES") or os.path.join(
+        tempfile.gettempdir(), "editspec-failures"
+    )
+
+
+class WorkspaceMachine(RuleBasedStateMachine):
+    """Shared machinery: sandbox, runner, model, faults, recording, invariants."""
+
+    memory: ClassVar[bool] = False
+    #: Set by tests that run a machine under pyfakefs: writing a failure scenario pauses
+    #: it, so the file lands on the real disk.
+    active_patcher: ClassVar[Any] = None
+    #: How a (re)started process opens its workspace; a test may substitute a broken one.
+    open_workspace: ClassVar[harness.WorkspaceFactory] = staticmethod(harness.open_workspace)
+    initial_files: ClassVar[Mapping[str, bytes]] = {
+        "a.txt": b"alpha\ngamma\n",
+        "d/c.txt": b"delta\nomega\ndelta\n",
+    }
+    initial_dirs: ClassVar[frozenset[str]] = frozenset({"d"})
+    paths: ClassVar[tuple[str, ...]] = ("a.txt", "b.txt", "d/c.txt", "d/e.txt")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = tempfile.mkdtemp(prefix="editspec-machine-")
+        self.sandbox = harness.Sandbox(
+            self.base,
+            inner=harness.InMemoryFileSystem if self.memory else FileSystem,
+            workspace=type(self).open_workspace,
+        )
+        self.runner = harness.Runner(self.sandbox)
+        self.model = Model(files=dict(self.initial_files), dirs=set(self.initial_dirs))
+        self.initial = self.model.tree()
+        self.steps: list[dict[str, Any]] = []
+        self.typical: dict[str, int] = {}  # counted operations of a clean run, per call
+        self.runner.start(self.initial)
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    # -- recording and failing ---------------------------------------------------------
+
+    def fail(
+        self,
+        step: Mapping[str, Any] | None,
+        problems: Sequence[str],
+        expected: Sequence[trees.Tree] = (),
+        prediction_codes: frozenset[str] | None = None,
+    ) -> None:
+        steps = [*self.steps, *([dict(step)] if step is not None else [])]
+        if step is not None and prediction_codes is not None:
+            steps[-1]["outcomes"] = sorted(prediction_codes)
+        scenario = Scenario(
+            name=type(self).__name__,
+            description=f"shrunk failure of the {type(self).__name__} state machine",
+            initial=self.initial,
+            steps=tuple(steps),
+            expected=tuple(expected),
+            actual=trees.without_modes(self.sandbox.tree()),
+            problems=tuple(problems),
+        )
+        path = os.path.join(failure_dir(), f"{type(self).__name__}.json")
+        if WorkspaceMachine.active_patcher is not None:
+            from pyfakefs.fake_filesystem_unittest import Pause
+
+            with Pause(WorkspaceMachine.active_patcher):
+                scenario.save(path)
+        else:
+            scenario.save(path)
+        raise AssertionError("\n".join([*problems, f"scenario saved: {path}"]))
+
+    def disk(self) -> trees.Tree:
+        actual = trees.without_modes(self.sandbox.tree())
+        strays = set(harness.stray_temp_files(actual))
+        return {path: entry for path, entry in actual.items() if path not in strays}
+
+    def point(self, call: str, fraction: float) -> int:
+        """The counted operation a fault hits: ``fraction`` of a typical clean run."""
+        return 1 + int(fraction * self.typical.get(call, 40))
+
+    # -- driving the engine -------------------------------------------------------------
+
+    def engine(self, step: dict[str, Any], predict: Callable[[Model], Prediction]) -> None:
+        """Run ``step`` without a fault; the engine's outcome must be one the model allows."""
+        after = self.model.copy()
+        prediction = predict(after)
+        assert self.runner.workspace is not None and self.runner.fs is not None
+        self.runner.fs.arm(None)
+        outcome = perform(self.runner.workspace, step, self.sandbox.root)
+        if outcome.ok:
+            self.typical[step["call"]] = max(
+                self.typical.get(step["call"], 0), self.runner.fs.count
+            )
+        event(f"{step['call']}: {outcome.code}")
+        if outcome.code not in prediction.codes:
+            self.fail(
+                step,
+                [
+                    f"{step['call']} returned {outcome.code} ({outcome.message}); "
+                    f"the model expects one of {sorted(prediction.codes)}"
+                ],
+                prediction_codes=prediction.codes,
+            )
+        if outcome.ok:
+            self.model = after
+        self.steps.append(
+            {**step, "expect": [self.model.tree()], "outcomes": sorted(prediction.codes)}
+        )
+
+    def crash(
+        self, step: dict[str, Any], predict: Callable[[Model], Prediction], fraction: float
+    ) -> None:
+        """Crash ``step`` at one of its counted operations, restart, and settle the model."""
+        at = self.point(step["call"], fraction)
+        before, after = self.model, self.model.copy()
+        prediction = predict(after)
+        if self.indistinguishable(before, after):
+            self.engine(step, predict)
+            return
+        faulted = {**step, "fault": {"kind": "crash", "step": len(self.steps), "at": at}}
+        report = self.runner.run(faulted)
+        event(f"crash during {step['call']}: " + ("crashed" if report.crashed else "no crash"))
+        if not report.crashed:
+            assert report.outcome is not None
+            if report.outcome.code not in prediction.codes:
+                self.fail(
+                    faulted,
+                    [
+                        f"{step['call']} returned {report.outcome.code}; "
+                        f"the model expects one of {sorted(prediction.codes)}"
+                    ],
+                    prediction_codes=prediction.codes,
+                )
+            if report.outcome.ok:
+                self.model = after
+            self.steps.append({**faulted, "expect": [self.model.tree()]})
+            return
+        self.settle(faulted, report, before, after if prediction.succeeds else before)
+
+    def fail_io(
+        self,
+        step: dict[str, Any],
+        predict: Callable[[Model], Prediction],
+        fraction: float,
+        errno_name: str,
+    ) -> None:
+        """An injected I/O error: an error leaves everything as before; success, as after."""
+        at = self.point(step["call"], fraction)
+        after = self.model.copy()
+        prediction = predict(after)
+        faulted = {
+            **step,
+            "fault": {"kind": "fail", "step": len(self.steps), "at": at, "errno": errno_name},
+        }
+        report = self.runner.run(faulted)
+        assert report.outcome is not None
+        assert self.runner.workspace is not None
+        event(f"{errno_name} during {step['call']}: {report.outcome.code}")
+        self.runner.workspace.recover()  # a rollback that could not finish is finished here
+        self.steps.append(faulted)
+        self.steps.append({"call": "recover"})
+        if report.outcome.ok:
+            if not prediction.succeeds:
+                self.fail(
+                    None,
+                    [f"{step['call']} succeeded; the model expects {sorted(prediction.codes)}"],
+                )
+            self.model = after
+        self.check_disk([self.model.tree()], "after an injected error and recover()")
+        self.steps[-1]["expect"] = [self.model.tree()]
+
+    def power_loss(
+        self,
+        step: dict[str, Any],
+        predict: Callable[[Model], Prediction],
+        data: st.DataObject,
+        model: str = "ordered",
+    ) -> None:
+        """Run ``step`` cleanly, cut the power at a drawn point, restart, settle the model."""
+        before, after = self.model, self.model.copy()
+        prediction = predict(after)
+        if self.indistinguishable(before, after):
+            self.engine(step, predict)
+            return
+        fs = self.runner.fs
+        assert fs is not None and self.runner.workspace is not None
+        recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+        recorder.start(fs)
+        fs.arm(None)
+        outcome = perform(self.runner.workspace, step, self.sandbox.root)
+        recorder.stop()
+        if outcome.code not in prediction.codes:
+            self.fail(
+                step,
+                [
+                    f"{step['call']} returned {outcome.code}; the model expects "
+                    f"one of {sorted(prediction.codes)}"
+                ],
+                prediction_codes=prediction.codes,
+            )
+        point = data.draw(st.integers(0, len(recorder.ops)), label="power cut after")
+        states, _ = states_at(recorder.image, recorder.ops, point, model, limit=64)  # type: ignore[arg-type]
+        state = data.draw(st.sampled_from(states), label="power-loss state")
+        materialize(state, recorder.roots)
+        faulted = {
+            **step,
+            "fault": {
+                **harness.power_fault(state, model),  # type: ignore[arg-type]
+                "step": len(self.steps),
+            },
+        }
+        report = self.runner._restart_checked("power loss")
+        done = after if outcome.ok else before
+        if point >= len(recorder.ops):
+            self.settle(faulted, report, done, done)
+        else:
+            self.settle(faulted, report, before, done)
+
+    @staticmethod
+    def indistinguishable(before: Model, after: Model) -> bool:
+        """The disk cannot tell whether a change that moves only the history happened.
+
+        (A rewind that restores nothing still marks records as undone.) After a fault the
+        model could not know which history the engine kept, so such steps run unfaulted.
+        """
+        return before.tree() == after.tree() and before.history != after.history
+
+    def settle(
+        self, step: dict[str, Any], report: harness.StepReport, before: Model, after: Model
+    ) -> None:
+        """After a restart the disk is all-before or all-after; the model follows it."""
+        acceptable = [before.tree(), after.tree()]
+        if report.restart_error is not None:
+            self.fail(step, [f"recovery failed: {report.restart_error}"], acceptable)
+        disk = self.disk()
+        fault = step["fault"]["kind"]
+        if trees.equal(disk, acceptable[1]):
+            self.model = after.copy()
+            event(
+                f"{fault} during {step['call']}: recovered to "
+                + ("after" if acceptable[0] != acceptable[1] else "unchanged")
+            )
+        elif trees.equal(disk, acceptable[0]):
+            self.model = before.copy()
+            event(f"{fault} during {step['call']}: recovered to before")
+        else:
+            closest = min(acceptable, key=lambda tree: len(trees.diff(tree, disk)))
+            self.fail(
+                step,
+                [
+                    "after recovery the disk is neither all-before nor all-after:",
+                    *("  " + line for line in trees.diff(closest, disk)),
+                ],
+                acceptable,
+            )
+        self.model.forget_all_reads()
+        self.steps.append({**step, "expect": acceptable})
+
+    def check_disk(self, acceptable: Sequence[trees.Tree], when: str) -> None:
+        disk = self.disk()
+        if not any(trees.equal(disk, tree) for tree in acceptable):
+            self.fail(
+                None,
+                [
+                    f"{when}: the disk differs from the model:",
+                    *("  " + line for line in trees.diff(acceptable[0], disk)),
+                ],
+                acceptable,
+            )
+
+    def prepare_patch(self, session: str, data: st.DataObject) -> list[dict[str, str]]:
+        """Draw a patch; usually read its existing files first, as an agent would."""
+        ops = draw_patch(data, self.model)
+        if data.draw(st.sampled_from((True,) * 9 + (False,)), label="read first"):
+            for path in sorted({op["path"] for op in ops if op["path"] in self.model.files}):
+                self.read(session, path)
+        return ops
+
+    # -- shared rules --------------------------------------------------------------------
+
+    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
+    def read(self, session: str, path: str) -> None:
+        step = {"call": "read", "session": session, "path": path}
+        self.engine(step, lambda m: m.read(session, path))
+
+    @precondition(lambda self: bool(self.model.files))
+    @rule(data=st.data(), keep_size_and_mtime=st.booleans())
+    def external_write(self, data: st.DataObject, keep_size_and_mtime: bool) -> None:
+        path = data.draw(st.sampled_from(sorted(self.model.files)), label="path")
+        old = self.model.files[self.model.canonical(path)]
+        if keep_size_and_mtime:
+            # Same size, same mtime: only the content hash can tell (TRACK).
+            words = old.decode("utf-8").splitlines()
+            index = data.draw(st.integers(0, len(words) - 1), label="line")
+            words[index] = data.draw(st.sampled_from(WORDS), label="word")
+            new = "".join(w + "\n" for w in words).encode("utf-8")
+        else:
+            new = data.draw(contents, label="content").encode("utf-8")
+        step = {
+            "call": "external_write",
+            "path": path,
+            "content": new,
+            "keep_mtime": keep_size_and_mtime,
+        }
+        harness_outcome = perform(self.runner.workspace, step, self.sandbox.root)
+        assert harness_outcome.ok
+        self.model.external_write(path, new)
+        self.steps.append({**step, "expect": [self.model.tree()]})
+
+    @invariant()
+    def disk_matches_model(self) -> None:
+        self.check_disk([self.model.tree()], "invariant")
+
+    @invariant()
+    def no_journal_is_left(self) -> None:
+        leftovers = self.sandbox.journals()
+        if leftovers:
+            self.fail(None, ["a journal is left after the operation: " + ", ".join(leftovers)])
+
+
+# -- edit sequences ---------------------------------------------------------------------------
+
+
+def write_step(session: str, path: str, text: str, message: str | None = None) -> dict[str, Any]:
+    step: dict[str, Any] = {"call": "write", "session": session, "path": path, "content": text}
+    if message is not None:
+        step["message_id"] = message
+    return step
+
+
+def edit_step(
+    session: str, path: str, old: str, new: str, message: str | None = None
+) -> dict[str, Any]:
+    step: dict[str, Any] = {
+        "call": "edit",
+        "session": session,
+        "path": path,
+        "edits": [{"old_string": old, "new_string": new}],
+    }
+    if message is not None:
+        step["message_id"] = message
+    return step
+
+
+edit_words = st.tuples(st.sampled_from((*WORDS, "zulu")), st.sampled_from(WORDS))
+
+
+# -- patches ---------------------------------------------------------------------------------
+
+
+def patch_text(ops: Sequence[Mapping[str, str]]) -> str:
+    parts = ["*** Begin Patch\n"]
+    for op in ops:
+        if op["op"] == "add":
+            body = "".join("+" + line + "\n" for line in op["content"].splitlines())
+            parts.append(f"*** Add File: {op['path']}\n{body}")
+        elif op["op"] == "delete":
+            parts.append(f"*** Delete File: {op['path']}\n")
+        else:
+            move = f"*** Move to: {op['dest']}\n" if op["op"] == "move" else ""
+            parts.append(f"*** Update File: {op['path']}\n{move}@@\n-{op['old']}\n+{op['new']}\n")
+    parts.append("*** End Patch\n")
+    return "".join(parts)
+
+
+PATCH_PATHS = ("a.txt", "b.txt", "d/c.txt", "d/e.txt", "n/f.txt", "n/m/g.txt")
+
+
+def draw_patch(data: st.DataObject, model: Model) -> list[dict[str, str]]:
+    """Patch operations that are valid against ``model``, now and then deliberately not."""
+    ops: list[dict[str, str]] = []
+    used: set[str] = set()
+    for _ in range(data.draw(st.integers(1, 3), label="files")):
+        existing = [p for p in PATCH_PATHS if p in model.files and p not in used]
+        absent = [p for p in PATCH_PATHS if p not in model.files and p not in used]
+        kinds = (["add"] if absent else []) + (["delete", "update", "move"] if existing else [])
+        kind = data.draw(st.sampled_from(kinds), label="op")
+        if kind == "move" and len(absent) == 0:
+            kind = "update"
+        if kind == "add":
+            path = data.draw(st.sampled_from(absent), label="path")
+            text = data.draw(lines.map(lambda words: "".join(w + "\n" for w in words)))
+            ops.append({"op": "add", "path": path, "content": text})
+            used.add(path)
+            continue
+        path = data.draw(st.sampled_from(existing), label="path")
+        used.add(path)
+        if kind == "delete":
+            ops.append({"op": "delete", "path": path})
+            continue
+        old = data.draw(
+            st.sampled_from(model.files[path].decode("utf-8").splitlines()), label="old"
+        )
+        new = data.draw(st.sampled_from([w for w in (*WORDS, "kappa") if w != old]), label="new")
+        op = {"op": kind, "path": path, "old": old, "new": new}
+        if kind == "move":
+            op["dest"] = data.draw(st.sampled_from(absent), label="dest")
+            used.add(op["dest"])
+        ops.append(op)
+    # One in five patches is broken on purpose: it must fail and change nothing.
+    breakage = data.draw(
+        st.sampled_from(("none",) * 4 + ("add-existing", "delete-missing", "twice", "no-match")),
+        label="breakage",
+    )
+    if breakage == "add-existing" and model.files:
+        ops.append({"op": "add", "path": sorted(model.files)[0], "content": "x\n"})
+    elif breakage == "delete-missing":
+        ops.append({"op": "delete", "path": "missing.txt"})
+    elif breakage == "twice":
+        ops.append(dict(ops[0]))
+    elif breakage == "no-match":
+        updates = [op for op in ops if op["op"] in ("update", "move")]
+        if updates:
+            updates[0]["old"] = "zulu"
+    return ops
+
+
+def patch_step(
+    session: str, ops: Sequence[Mapping[str, str]], message: str | None = None
+) -> dict[str, Any]:
+    step: dict[str, Any] = {"call": "apply_patch", "session": session, "patch": patch_text(ops)}
+    if message is not None:
+        step["message_id"] = message
+    return step
