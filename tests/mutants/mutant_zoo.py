@@ -1,0 +1,629 @@
+"""The mutant zoo: the reference engine with one deliberate defect each (DESIGN §5).
+
+Every mutant is a ``DriverFactory`` (``mutant_zoo:<name>``, with this directory on
+``PYTHONPATH``) that builds the reference driver and installs one defect: an engine
+function replaced by a careless version, or a component of the workspace swapped for a
+subclass. The defects are the ones real file tools have shipped: a stale check by mtime,
+confinement by string prefix, the first of several matches edited, CRLF or a BOM lost, a
+patch half applied, a rewind over someone else's change, and so on.
+
+A process runs one mutant (``tests/mutants/test_zoo.py`` starts one ``editspec check``
+per mutant, limited to the clause areas that concern it): module-level replacements are
+installed once, the first time the factory is called, and stay for the process.
+
+``MUTANTS`` lists them with the defect in one sentence and the areas whose clauses must
+catch it. The conformance suite must fail every one of them on at least one MUST clause;
+a mutant that survives is a hole in the specification.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from editspec.reference import (
+    EditSpec,
+    ToolError,
+    Workspace,
+    _access,
+    _atomic,
+    _edit,
+    _matching,
+    _patch,
+    _paths,
+    _rewind,
+    _text,
+    _write,
+)
+from editspec.reference._fs import FileSystem
+from editspec.spec.drivers.reference import ReferenceDriver
+
+
+@attrs.frozen(kw_only=True)
+class Mutant:
+    name: str
+    defect: str
+    areas: tuple[str, ...]
+    install: Callable[[], None] | None = None  # module-level replacement, once per process
+    per_workspace: Callable[[Workspace], None] | None = None  # after the Workspace is built
+
+
+MUTANTS: dict[str, Mutant] = {}
+_INSTALLED: set[str] = set()
+_INSTALL_LOCK = threading.Lock()
+
+
+class MutantDriver(ReferenceDriver):
+    """The reference driver with one mutant's defect."""
+
+    def __init__(self, mutant: Mutant, root: Path, state_dir: Path) -> None:
+        with _INSTALL_LOCK:
+            if mutant.install is not None and mutant.name not in _INSTALLED:
+                mutant.install()
+                _INSTALLED.add(mutant.name)
+        super().__init__(root, state_dir)
+        self.name = f"mutant:{mutant.name}"
+        if mutant.per_workspace is not None:
+            mutant.per_workspace(self.workspace)
+
+
+def _register(mutant: Mutant) -> Callable[[Path, Path], MutantDriver]:
+    MUTANTS[mutant.name] = mutant
+
+    def factory(root: Path, state_dir: Path) -> MutantDriver:
+        return MutantDriver(mutant, root, state_dir)
+
+    factory.__name__ = mutant.name
+    factory.__doc__ = mutant.defect
+    return factory
+
+
+def _replace(module: Any, name: str, value: Any) -> None:
+    if not hasattr(module, name):
+        raise AttributeError(f"{module.__name__} has no {name}: the mutant is out of date")
+    setattr(module, name, value)
+
+
+# -- stale detection and read records (TRACK) --------------------------------------------
+
+
+class _MtimeTracker(_access.AccessTracker):
+    """Freshness by size and mtime instead of the content hash."""
+
+    def require_fresh(
+        self,
+        session_id: str,
+        key: str,
+        *,
+        current_sha256: str,
+        expected_sha256: str | None = None,
+        display_path: str = "",
+    ) -> None:
+        if expected_sha256 is not None:
+            super().require_fresh(
+                session_id, key, current_sha256=current_sha256, expected_sha256=expected_sha256
+            )
+            return
+        record = self.get(session_id, key)
+        if record is None or not record.full:
+            raise ToolError("NOT_READ", f"{display_path or key} has not been read")
+        now = os.stat(key)
+        if (now.st_size, now.st_mtime_ns) != (record.size, record.mtime_ns):
+            raise ToolError("STALE", f"{display_path or key} changed (size or mtime)")
+
+
+mtime_only_stale_check = _register(
+    Mutant(
+        name="mtime_only_stale_check",
+        defect="Freshness compares size and mtime, not the content hash.",
+        areas=("TRACK",),
+        per_workspace=lambda ws: setattr(ws, "access", _MtimeTracker()),
+    )
+)
+
+
+class _TouchTracker(_access.AccessTracker):
+    """Any mtime change counts as a change, even when the bytes are the same."""
+
+    def require_fresh(self, session_id: str, key: str, **kwargs: Any) -> None:
+        super().require_fresh(session_id, key, **kwargs)
+        record = self.get(session_id, key)
+        unchanged = record is None or os.stat(key).st_mtime_ns == record.mtime_ns
+        if kwargs.get("expected_sha256") is None and not unchanged:
+            raise ToolError("STALE", f"{key} was modified (mtime)")
+
+
+touch_is_stale = _register(
+    Mutant(
+        name="touch_is_stale",
+        defect="A touch that changes only the mtime is reported STALE.",
+        areas=("TRACK",),
+        per_workspace=lambda ws: setattr(ws, "access", _TouchTracker()),
+    )
+)
+
+
+class _PartialIsFullTracker(_access.AccessTracker):
+    def record_read(self, session_id: str, key: str, **kwargs: Any) -> None:
+        super().record_read(session_id, key, **{**kwargs, "full": True})
+
+
+partial_read_authorizes = _register(
+    Mutant(
+        name="partial_read_authorizes",
+        defect="A partial read (a line range, a truncated read) authorizes a write or an edit.",
+        areas=("TRACK", "WRITE"),
+        per_workspace=lambda ws: setattr(ws, "access", _PartialIsFullTracker()),
+    )
+)
+
+
+class _SharedTracker(_access.AccessTracker):
+    """One record per file, whoever read it."""
+
+    def record_read(self, session_id: str, key: str, **kwargs: Any) -> None:
+        super().record_read("", key, **kwargs)
+
+    def forget(self, session_id: str, key: str) -> None:
+        super().forget("", key)
+
+    def get(self, session_id: str, key: str) -> _access.AccessRecord | None:
+        return super().get("", key)
+
+
+shared_read_records = _register(
+    Mutant(
+        name="shared_read_records",
+        defect="Read records are shared across sessions: B's read authorizes A's write.",
+        areas=("TRACK",),
+        per_workspace=lambda ws: setattr(ws, "access", _SharedTracker()),
+    )
+)
+
+
+class _ForgetfulTracker(_access.AccessTracker):
+    def record_write(self, session_id: str, key: str, **kwargs: Any) -> None:
+        """The session's own write leaves its record at the old hash."""
+
+
+write_keeps_old_record = _register(
+    Mutant(
+        name="write_keeps_old_record",
+        defect="After its own write the session's record still holds the old hash.",
+        areas=("TRACK",),
+        per_workspace=lambda ws: setattr(ws, "access", _ForgetfulTracker()),
+    )
+)
+
+
+class _TrustingTracker(_access.AccessTracker):
+    def require_fresh(self, session_id: str, key: str, **kwargs: Any) -> None:
+        if kwargs.get("expected_sha256") is not None:
+            return  # any expected_sha256 is taken on trust
+        super().require_fresh(session_id, key, **kwargs)
+
+
+expected_sha256_trusted = _register(
+    Mutant(
+        name="expected_sha256_trusted",
+        defect="Any expected_sha256 stands in for a read, whether it matches the disk or not.",
+        areas=("WRITE", "TRACK"),
+        per_workspace=lambda ws: setattr(ws, "access", _TrustingTracker()),
+    )
+)
+
+
+def _no_recheck() -> None:
+    def verifier(workspace: Any, target: Any, old_bytes: bytes) -> Callable[[], None]:
+        return lambda: None
+
+    _replace(_write, "_verifier", verifier)
+
+
+no_recheck_in_lock = _register(
+    Mutant(
+        name="no_recheck_in_lock",
+        defect="The freshness check is not repeated inside the critical section before the rename.",
+        areas=("TRACK",),
+        install=_no_recheck,
+    )
+)
+
+
+# -- paths (PATH) ---------------------------------------------------------------------------
+
+
+string_prefix_confinement = _register(
+    Mutant(
+        name="string_prefix_confinement",
+        defect="Confinement compares strings by prefix: /ws_evil is inside /ws.",
+        areas=("PATH",),
+        install=lambda: _replace(_paths, "is_within", lambda path, root: path.startswith(root)),
+    )
+)
+
+
+class _NewFileBranchResolver(_paths._Resolver):
+    """A path whose last components do not exist yet is taken as it is (no re-check)."""
+
+    def _result(self, logical: str, current: str, current_st: Any, tail: list[str]) -> Any:
+        names = [part for part in tail if part not in ("", ".")]
+        if not names or ".." in names:
+            return super()._result(logical, current, current_st, tail)
+        real = os.path.join(current, *names)
+        return _paths.WorkspacePath(
+            requested=self.requested,
+            logical=logical,
+            real=real,
+            relative=os.path.relpath(real, self.root).replace(os.sep, "/"),
+            crossed_link=self.crossed_link,
+            exists=False,
+            kind=_paths.MISSING,
+            nlink=0,
+        )
+
+
+symlink_denial_new_file_branch = _register(
+    Mutant(
+        name="symlink_denial_new_file_branch",
+        defect="A path through a symlink to the outside whose target does not exist falls "
+        "into the new-file branch, which does not re-check confinement.",
+        areas=("PATH",),
+        install=lambda: _replace(_paths, "_Resolver", _NewFileBranchResolver),
+    )
+)
+
+
+# -- edits (EDIT) -------------------------------------------------------------------------------
+
+
+first_match_on_ambiguity = _register(
+    Mutant(
+        name="first_match_on_ambiguity",
+        defect="Of several matches without replace_all, the first is edited.",
+        areas=("EDIT",),
+        install=lambda: _replace(_matching, "_choose", lambda hay, found, spec, strategy: found[0]),
+    )
+)
+
+
+def _lf_only() -> None:
+    original = _text.encode
+
+    def encode(text: str, like: Any = None) -> bytes:
+        return original(text.replace("\r\n", "\n"), like)
+
+    _replace(_text, "encode", encode)
+
+
+crlf_rewritten_as_lf = _register(
+    Mutant(
+        name="crlf_rewritten_as_lf",
+        defect="Edited text is written with LF line breaks, whatever the file had.",
+        areas=("EDIT",),
+        install=_lf_only,
+    )
+)
+
+
+def _no_bom() -> None:
+    original = _text.encode
+
+    def encode(text: str, like: Any = None) -> bytes:
+        return original(text, attrs.evolve(like, bom=False) if like is not None else None)
+
+    _replace(_text, "encode", encode)
+
+
+bom_dropped = _register(
+    Mutant(
+        name="bom_dropped",
+        defect="An edited file loses its byte-order mark.",
+        areas=("EDIT",),
+        install=_no_bom,
+    )
+)
+
+
+def _no_no_change() -> None:
+    validate = _matching.validate
+
+    def lenient(spec: EditSpec) -> None:
+        try:
+            validate(spec)
+        except ToolError as error:
+            if error.code != "NO_CHANGE":
+                raise
+
+    def apply(shown: str, text: str, specs: Sequence[EditSpec], newline: Any, lines: Any = None):
+        return _matching.edit_text(text, specs, newline=newline, lines=lines)
+
+    _replace(_matching, "validate", lenient)
+    _replace(_edit, "_apply", apply)
+
+
+no_change_not_raised = _register(
+    Mutant(
+        name="no_change_not_raised",
+        defect="An edit whose old_string equals its new_string succeeds instead of NO_CHANGE.",
+        areas=("EDIT",),
+        install=_no_no_change,
+    )
+)
+
+
+def _edits_one_by_one() -> None:
+    original = _edit.edit
+
+    def edit(session: Any, path: str, edits: Sequence[Any], **kwargs: Any) -> Any:
+        result = None
+        for one in edits:  # each edit published on its own: a later failure keeps the earlier
+            result = original(session, path, [one], **kwargs)
+        return result
+
+    _replace(_edit, "edit", edit)
+
+
+edits_not_all_or_nothing = _register(
+    Mutant(
+        name="edits_not_all_or_nothing",
+        defect="Several edits in one call are published one by one; a failing one leaves the "
+        "earlier ones applied.",
+        areas=("EDIT",),
+        install=_edits_one_by_one,
+    )
+)
+
+
+# -- writes (WRITE) -------------------------------------------------------------------------------
+
+
+def _in_place() -> None:
+    def replace_in_place(
+        fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify: Any = None
+    ) -> tuple[str, ...]:
+        if verify is not None:
+            verify()
+        fd = os.open(real_path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return ()
+
+    _replace(_write, "atomic_replace", replace_in_place)
+
+
+non_atomic_write = _register(
+    Mutant(
+        name="non_atomic_write",
+        defect="A replace truncates the file and writes it in place (no temp file, no rename).",
+        areas=("WRITE",),
+        install=_in_place,
+    )
+)
+
+
+def _default_mode() -> None:
+    original = _write.atomic_replace
+
+    def replace(fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify=None):
+        return original(fs, real_path, data, mode=None, verify=verify)
+
+    _replace(_write, "atomic_replace", replace)
+
+
+mode_bits_not_kept = _register(
+    Mutant(
+        name="mode_bits_not_kept",
+        defect="A replaced file gets default permissions instead of its own.",
+        areas=("WRITE",),
+        install=_default_mode,
+    )
+)
+
+
+class _NoSyncFileSystem(FileSystem):
+    def fsync(self, fd: int) -> None:
+        """Nothing reaches the disk before the rename."""
+
+    def fsync_dir(self, path: str) -> None:
+        """The rename is not made durable."""
+
+
+def _no_fsync() -> None:
+    _replace(FileSystem, "fsync", _NoSyncFileSystem.fsync)
+    _replace(FileSystem, "fsync_dir", _NoSyncFileSystem.fsync_dir)
+
+
+no_fsync = _register(
+    Mutant(
+        name="no_fsync",
+        defect="Neither the new bytes nor the directory are fsynced.",
+        areas=("WRITE",),
+        install=_no_fsync,
+    )
+)
+
+
+temp_file_left_behind = _register(
+    Mutant(
+        name="temp_file_left_behind",
+        defect="A failed write does not remove its temporary file.",
+        areas=("WRITE", "EDIT"),
+        install=lambda: _replace(_atomic, "_discard", lambda fs, temp, fd: None),
+    )
+)
+
+
+# -- patches (PATCH) ------------------------------------------------------------------------------
+
+
+def _file_by_file() -> None:
+    from editspec.reference._patch_parse import parse_patch
+    from editspec.reference._results import FileChange, PatchResult
+    from editspec.reference._transaction import commit
+
+    def apply_patch(session: Any, patch: str, *, message_id: str | None = None) -> Any:
+        workspace = session.workspace
+        parsed = parse_patch(patch, workspace.limits)
+        changes = []
+        for op in parsed.ops:
+            source = workspace.resolve(op.path)
+            dest = workspace.resolve(op.move_to) if op.move_to is not None else None
+            item = _patch._plan_one(session, op, source, dest)
+            commit(
+                workspace,
+                [_patch._planned_change(item)],
+                on_committed=lambda _txn, item=item: _patch._update_access(session, [item]),
+            )
+            changes.append(
+                FileChange(
+                    path=item.display,
+                    op=item.op,
+                    move_to=item.display_to,
+                    old_sha256=None if item.old_bytes is None else _text.sha256_hex(item.old_bytes),
+                    new_sha256=None if item.new_bytes is None else _text.sha256_hex(item.new_bytes),
+                    diff=item.diff,
+                )
+            )
+        return PatchResult(changes=tuple(changes), snapshot_created=False)
+
+    _replace(_patch, "apply_patch", apply_patch)
+
+
+patch_file_by_file = _register(
+    Mutant(
+        name="patch_file_by_file",
+        defect="A patch is planned and published one file at a time, with no rollback: a "
+        "failing file leaves the earlier ones changed.",
+        areas=("PATCH",),
+        install=_file_by_file,
+    )
+)
+
+
+def _add_overwrites() -> None:
+    original = _patch._plan_one
+
+    def plan_one(session: Any, op: Any, source: Any, dest: Any) -> Any:
+        if op.op != "add" or not os.path.lexists(source.real):
+            return original(session, op, source, dest)
+        with open(source.real, "rb") as handle:
+            old = handle.read()
+        new = _text.encode(op.content or "")
+        return _patch._Planned(
+            op="update",
+            source=source,
+            dest=None,
+            display=source.logical_relative,
+            display_to=None,
+            old_bytes=old,
+            new_bytes=new,
+            mode=stat.S_IMODE(os.stat(source.real).st_mode),
+            diff="",
+        )
+
+    _replace(_patch, "_plan_one", plan_one)
+
+
+add_overwrites_existing = _register(
+    Mutant(
+        name="add_overwrites_existing",
+        defect="'*** Add File' of an existing path overwrites it instead of ALREADY_EXISTS.",
+        areas=("PATCH",),
+        install=_add_overwrites,
+    )
+)
+
+
+# -- rewind (SNAP) ---------------------------------------------------------------------------------
+
+
+def _unchecked_rewind() -> None:
+    def check_file(session: Any, relative: str, entries: Sequence[Any]) -> Any:
+        workspace = session.workspace
+        path = workspace.resolve(relative)
+        current, current_mode = _rewind._current(workspace.fs, path.real, relative)
+        first = entries[0]  # the state before the message, whatever happened since
+        target_sha = first.before_sha256 if first.existed else None
+        current_sha = None if current is None else _text.sha256_hex(current)
+        if target_sha == current_sha:
+            return None
+        target = (
+            None if target_sha is None else workspace.snapshots.read_blob(session.id, target_sha)
+        )
+        return _rewind._Restore(
+            relative=relative,
+            path=path,
+            current=current,
+            target=target,
+            target_sha256=target_sha,
+            mode=first.mode,
+            current_mode=current_mode,
+        )
+
+    _replace(_rewind, "_check_file", check_file)
+
+
+rewind_without_hash_check = _register(
+    Mutant(
+        name="rewind_without_hash_check",
+        defect="Rewind restores the recorded bytes without checking that the files are as "
+        "this session left them: someone else's later change is overwritten.",
+        areas=("SNAP",),
+        install=_unchecked_rewind,
+    )
+)
+
+
+# -- search (GLOB) -----------------------------------------------------------------------------
+
+
+class _FollowingEntry:
+    """A directory entry that reports what its symlink points to, not the link."""
+
+    def __init__(self, entry: os.DirEntry[str]) -> None:
+        self._entry = entry
+        self.name = entry.name
+        self.path = entry.path
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self._entry.is_dir(follow_symlinks=True)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return self._entry.is_file(follow_symlinks=True)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._entry.stat(follow_symlinks=True)
+
+    def inode(self) -> int:
+        return self._entry.inode()
+
+
+class _FollowingFileSystem(FileSystem):
+    def scandir(self, path: str) -> Iterator[Any]:
+        return iter([_FollowingEntry(entry) for entry in super().scandir(path)])
+
+
+glob_follows_symlinks = _register(
+    Mutant(
+        name="glob_follows_symlinks",
+        defect="The search walk follows symlinks: a link to a directory outside the root is "
+        "entered and its files are listed.",
+        areas=("PATH", "GLOB"),
+        per_workspace=lambda ws: setattr(ws, "fs", _FollowingFileSystem()),
+    )
+)

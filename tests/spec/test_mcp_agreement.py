@@ -1,0 +1,104 @@
+"""The whole suite through MCP against ``editspec serve`` agrees with the in-process run.
+
+``editspec check`` runs twice, once with the reference driver in-process and once over
+MCP (the adapter of ``editspec.spec.drivers.mcp`` speaking to ``editspec serve`` through
+``spec/mcp_maps/editspec.toml``), each with a JSON report. Every clause both drivers can
+run must have the same outcome; a clause that needs a capability only one side declares
+(``python_fs`` in-process, ``process`` over MCP) must be UNSUPPORTED on the other. A
+difference is a bug of the server, of the adapter or of the map: either one loses or
+invents behaviour on the way.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import editspec.spec
+
+pytestmark = pytest.mark.slow
+
+MAP = Path(editspec.spec.__file__).resolve().parent / "mcp_maps" / "editspec.toml"
+SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
+WORKERS = "2"
+
+
+def _check(report: Path, *extra: str) -> dict[str, Any]:
+    command = [
+        sys.executable, "-m", "editspec.spec.cli", "check",
+        "--report", str(report), "-n", WORKERS, *extra,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    assert report.exists(), (
+        f"editspec check exited {done.returncode} without a report\n"
+        f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    )
+    data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    return data
+
+
+def disagreements(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """Clauses whose outcomes the two reports do not reconcile, one line each."""
+    caps = [frozenset(report["implementation"]["capabilities"]) for report in (first, second)]
+    by_id = [{item["id"]: item for item in report["clauses"]} for report in (first, second)]
+    problems = [f"{cid}: only in the first report" for cid in sorted(set(by_id[0]) - set(by_id[1]))]
+    problems += [
+        f"{cid}: only in the second report" for cid in sorted(set(by_id[1]) - set(by_id[0]))
+    ]
+    for cid in sorted(set(by_id[0]) & set(by_id[1])):
+        items = (by_id[0][cid], by_id[1][cid])
+        requires = frozenset(items[0]["requires"])
+        runs = [requires <= cap for cap in caps]
+        outcomes = [item["outcome"] for item in items]
+        if all(runs):
+            if outcomes[0] != outcomes[1]:
+                messages = " | ".join(
+                    f"{o}: {i['message'][:300]}" for o, i in zip(outcomes, items, strict=True)
+                )
+                problems.append(f"{cid}: {outcomes[0]} vs {outcomes[1]} ({messages})")
+        else:
+            for side, (can_run, outcome) in enumerate(zip(runs, outcomes, strict=True)):
+                if not can_run and outcome not in ("UNSUPPORTED", "WITHDRAWN"):
+                    problems.append(f"{cid}: run {side + 1} lacks {sorted(requires - caps[side])} "
+                                    f"but reports {outcome}")  # fmt: skip
+    return problems
+
+
+def test_reports_that_differ_are_caught() -> None:
+    clause = {"id": "X-001", "requires": ["read"], "message": ""}
+    base = {"implementation": {"capabilities": ["read"]}}
+    passed = {**base, "clauses": [{**clause, "outcome": "PASS"}]}
+    failed = {**base, "clauses": [{**clause, "outcome": "FAIL"}]}
+    assert disagreements(passed, passed) == []
+    assert len(disagreements(passed, failed)) == 1
+    crash = {"id": "X-002", "requires": ["python_fs"], "message": "", "outcome": "PASS"}
+    lacking = {"implementation": {"capabilities": ["read"]}, "clauses": [crash]}
+    having = {"implementation": {"capabilities": ["python_fs"]}, "clauses": [crash]}
+    assert len(disagreements(having, lacking)) == 1
+    assert (
+        disagreements(having, {**lacking, "clauses": [{**crash, "outcome": "UNSUPPORTED"}]}) == []
+    )
+
+
+def test_mcp_agrees_with_in_process(tmp_path: Path) -> None:
+    in_process = _check(tmp_path / "in-process.json")
+    over_mcp = _check(tmp_path / "mcp.json", "--mcp", SERVE, "--mcp-map", str(MAP))
+
+    assert over_mcp["implementation"]["name"] == "editspec serve (MCP)"
+    assert "process" in over_mcp["implementation"]["capabilities"]
+    compared = [
+        item
+        for item in over_mcp["clauses"]
+        if set(item["requires"]) <= set(in_process["implementation"]["capabilities"])
+        and item["outcome"] != "UNSUPPORTED"
+    ]
+    # The MCP run really ran the suite: most clauses went through the server.
+    assert len(compared) >= 0.7 * len(over_mcp["clauses"]), len(compared)
+    problems = disagreements(in_process, over_mcp)
+    print(f"{len(compared)} clauses compared, {len(problems)} disagreements")
+    assert not problems, "in-process and MCP runs disagree:\n  " + "\n  ".join(problems)
