@@ -1,0 +1,612 @@
+"""Durability mutants: the transaction protocol with one step done wrong (DESIGN §4, §5).
+
+Each mutant is a context manager that replaces one function of the engine's transaction
+modules (``_transaction``, ``_journal``, ``_recovery``, ``_rollback``) by a small
+variant of it for the length of a ``with`` block, in this process: a step skipped, two
+steps swapped, one call made differently. Everything else is the reference engine.
+
+``hunt(mutant, scenario)`` runs the explorer's checks in-process while the mutant is
+active, cheapest first, and stops at the first failure: a crash at every counted
+operation of the scenario's last step (then recovery), every power-loss state under the
+``ordered`` model, then under ``strict``, then a crash at every operation of the
+recovery after each crash point. The failure is a scenario (``editspec replay`` re-runs
+it), so a test can replay it with the mutant active and see the same failure.
+
+Two mutants are out of the explorer's reach, and each comes with the check that
+catches it (``Mutant.special``):
+
+* ``journals_oldest_first``: recovery settles two interrupted transactions oldest first.
+  Two journals over one file only exist when a second process, already running when the
+  first died, changes the same file before anyone recovers; a scenario has one process.
+  ``stacked_crashes`` builds that with two workspaces.
+* ``stage_without_excl``: a stage file is opened without ``O_EXCL``. Stage names carry
+  the (random) transaction id, so nothing ever exists there before the stage is created.
+  ``squatted_stage`` pins the id, plants a symlink at the stage name that points at
+  another file of the workspace, and runs the patch: it must fail and change nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import attrs
+
+from editspec.fault_injection import harness, trees
+from editspec.fault_injection.explore import DEFAULT_LIMITS
+from editspec.fault_injection.faultfs import CrashAt, FaultyFileSystem, SimulatedCrash
+from editspec.fault_injection.scenario import SESSION, Scenario, perform
+from editspec.reference import Workspace, _journal, _recovery, _rollback, _transaction
+
+# -- small tools to build variants ------------------------------------------------------------
+
+
+_ABSENT = object()
+
+
+@contextlib.contextmanager
+def replaced(module: Any, name: str, value: Any) -> Iterator[None]:
+    """``module.name = value`` for the length of the block (a new global is removed)."""
+    original = vars(module).get(name, _ABSENT)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        if original is _ABSENT:
+            delattr(module, name)
+        else:
+            setattr(module, name, original)
+
+
+class FsView:
+    """A port seen through a filter: ``fsync`` of some files and ``fsync_dir`` of some
+    directories do nothing; every other call goes to ``inner`` unchanged."""
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        skip_fsync: Callable[[str], bool] = lambda path: False,
+        skip_fsync_dir: Callable[[str], bool] = lambda path: False,
+        open_stage: Callable[[str, int], int] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.skip_fsync = skip_fsync
+        self.skip_fsync_dir = skip_fsync_dir
+        self.open_stage = open_stage
+        self.paths: dict[int, str] = {}
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        if self.open_stage is not None and path.endswith(".stage"):
+            fd = self.open_stage(path, mode)
+        else:
+            fd = self.inner.create_exclusive(path, mode)
+        self.paths[fd] = path
+        return fd
+
+    def fsync(self, fd: int) -> None:
+        if not self.skip_fsync(self.paths.get(fd, "")):
+            self.inner.fsync(fd)
+
+    def fsync_dir(self, path: str) -> None:
+        if not self.skip_fsync_dir(path):
+            self.inner.fsync_dir(path)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class WorkspaceView:
+    """A workspace whose ``fs`` is another port (for the engine function being varied)."""
+
+    def __init__(self, workspace: Workspace, fs: Any) -> None:
+        self._workspace = workspace
+        self.fs = fs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._workspace, name)
+
+
+# -- the mutants ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def no_stage_fsync() -> Iterator[None]:
+    """Stage files are published without an fsync of their bytes."""
+    original = _transaction._publish
+
+    def publish(workspace: Any, plan: Any, owned: Any) -> None:
+        view = FsView(workspace.fs, skip_fsync=lambda path: path.endswith(".stage"))
+        original(WorkspaceView(workspace, view), plan, owned)
+
+    with replaced(_transaction, "_publish", publish):
+        yield
+
+
+@contextlib.contextmanager
+def no_directory_fsync() -> Iterator[None]:
+    """The directories of the stages, backups and published files are never fsynced."""
+    with replaced(_transaction, "_fsync_dirs", lambda fs, directories: None):
+        yield
+
+
+@contextlib.contextmanager
+def journal_after_renames() -> Iterator[None]:
+    """The ``preparing`` journal is written after the files are published, not before."""
+    original = _transaction._publish
+
+    def publish(workspace: Any, plan: Any, owned: Any) -> None:
+        later = SimpleNamespace(**{**vars(_journal), "write": lambda fs, directory, record: None})
+        view = FsView(workspace.fs, skip_fsync_dir=lambda path: path == workspace.journal_dir)
+        with replaced(_transaction, "_journal", later):
+            original(WorkspaceView(workspace, view), plan, owned)
+        _journal.write(workspace.fs, workspace.journal_dir, plan.record)
+        workspace.fs.fsync_dir(workspace.journal_dir)
+
+    with replaced(_transaction, "_publish", publish):
+        yield
+
+
+@contextlib.contextmanager
+def journal_not_fsynced() -> Iterator[None]:
+    """A journal's temp file is renamed into place without an fsync of its bytes."""
+    original = _journal.write
+
+    def write(fs: Any, journal_dir: str, record: Any) -> None:
+        original(FsView(fs, skip_fsync=lambda path: True), journal_dir, record)
+
+    with replaced(_journal, "write", write):
+        yield
+
+
+@contextlib.contextmanager
+def recovery_drops_journal_first() -> Iterator[None]:
+    """Recovery deletes a journal, then restores the files it names."""
+    original = _recovery.settle
+
+    def settle(workspace: Any, record: Any) -> Any:
+        _journal.remove(workspace.fs, workspace.journal_dir, record.txn_id)
+        gone = SimpleNamespace(**{**vars(_journal), "remove": lambda fs, directory, txn: None})
+        with replaced(_transaction, "_journal", gone):
+            return original(workspace, record)
+
+    with replaced(_recovery, "settle", settle):
+        yield
+
+
+@contextlib.contextmanager
+def journals_oldest_first() -> Iterator[None]:
+    """Recovery settles interrupted transactions oldest first, so an older backup is
+    restored before a newer one over the same file, and the newer one wins."""
+
+    def in_order(items: Any, *, key: Any = None, reverse: bool = False) -> list[Any]:
+        return sorted(items, key=key)
+
+    with replaced(_recovery, "sorted", in_order):
+        yield
+
+
+@contextlib.contextmanager
+def stage_without_excl() -> Iterator[None]:
+    """Stage files are opened with ``O_CREAT|O_TRUNC``: no ``O_EXCL``, links followed.
+
+    A name that does not exist yet is still created through the port (as ``O_CREAT``
+    alone would create it), so the fault and power-loss models see the same calls as
+    for the reference; only a name that already exists is opened differently.
+    """
+    original = _transaction._publish
+
+    def publish(workspace: Any, plan: Any, owned: Any) -> None:
+        fs = workspace.fs
+
+        def open_stage(path: str, mode: int) -> int:
+            if not os.path.lexists(path):
+                return int(fs.create_exclusive(path, mode))
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
+
+        view = FsView(fs, open_stage=open_stage)
+        original(WorkspaceView(workspace, view), plan, owned)
+
+    with replaced(_transaction, "_publish", publish):
+        yield
+
+
+@contextlib.contextmanager
+def move_by_copy() -> Iterator[None]:
+    """A move is published as a copy written straight to the new path, then the old
+    path's removal: the new file never goes through the stage that the journal names."""
+    original = _transaction._publish_change
+
+    def publish_change(fs: Any, op: str, steps: Any, owned: Any) -> None:
+        if op != "move":
+            original(fs, op, steps, owned)
+            return
+        source, destination = steps
+        fd = fs.create_exclusive(destination.path, 0o644)
+        owned.published.add(destination.path)
+        try:
+            fs.write(fd, destination.new_bytes)
+        finally:
+            fs.close(fd)
+        fs.unlink(source.path)
+        fs.unlink(destination.stage)
+        owned.stages.discard(destination.stage)
+
+    with replaced(_transaction, "_publish_change", publish_change):
+        yield
+
+
+@contextlib.contextmanager
+def dirs_before_files() -> Iterator[None]:
+    """A rollback removes the directories the transaction created before the files in
+    them (``rmdir`` of a non-empty directory fails and is taken as "not ours")."""
+    original = _rollback.roll_back
+
+    def roll_back(fs: Any, root: str, record: Any, *, owned: Any = None) -> list[str]:
+        entries = record.entries
+        dirs_only = [attrs.evolve(e, backup=None, stage=None, existed=True) for e in entries]
+        original(fs, root, attrs.evolve(record, entries=tuple(dirs_only)), owned=owned)
+        files_only = [attrs.evolve(e, dirs_created=()) for e in entries]
+        return original(fs, root, attrs.evolve(record, entries=tuple(files_only)), owned=owned)
+
+    with (
+        replaced(_rollback, "roll_back", roll_back),
+        replaced(_transaction, "roll_back", roll_back),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def restore_by_rename() -> Iterator[None]:
+    """A backup is restored by renaming it over its target even when the target is still
+    the backup's own file: POSIX makes that rename a no-op, and the backup stays."""
+
+    def restore(fs: Any, path: str, backup: str) -> bool:
+        if not fs.lexists(backup):
+            return False
+        fs.rename(backup, path)
+        return True
+
+    with replaced(_rollback, "_restore", restore):
+        yield
+
+
+@contextlib.contextmanager
+def no_journal_dir_fsync() -> Iterator[None]:
+    """The ``preparing`` journal's rename is not made durable before the files change."""
+    original = _transaction._publish
+
+    def publish(workspace: Any, plan: Any, owned: Any) -> None:
+        skipped: list[str] = []
+
+        def skip_once(path: str) -> bool:
+            if path == workspace.journal_dir and not skipped:
+                skipped.append(path)
+                return True
+            return False
+
+        original(
+            WorkspaceView(workspace, FsView(workspace.fs, skip_fsync_dir=skip_once)), plan, owned
+        )
+
+    with replaced(_transaction, "_publish", publish):
+        yield
+
+
+# -- scenarios -----------------------------------------------------------------------------------
+
+
+def _file(text: str) -> trees.Entry:
+    return trees.Entry.file(text.encode("utf-8"), 0o644)
+
+
+def _read(path: str) -> dict[str, Any]:
+    return {"call": "read", "session": SESSION, "path": path}
+
+
+def update_two() -> Scenario:
+    """One patch updating two files in two directories (2 reads, 1 patch)."""
+    return Scenario(
+        name="update-2",
+        description="one ApplyPatch updating two files in two directories",
+        initial={"a.txt": _file("alpha\nbeta\n"), "d/b.txt": _file("gamma\ndelta\n")},
+        steps=(
+            _read("a.txt"),
+            _read("d/b.txt"),
+            {
+                "call": "apply_patch",
+                "session": SESSION,
+                "patch": "*** Begin Patch\n"
+                "*** Update File: a.txt\n@@\n alpha\n-beta\n+BETA\n"
+                "*** Update File: d/b.txt\n@@\n gamma\n-delta\n+DELTA\n"
+                "*** End Patch\n",
+            },
+        ),
+    )
+
+
+def move_one() -> Scenario:
+    """One patch moving a file into a new directory, with a change (1 read, 1 patch)."""
+    return Scenario(
+        name="move-1",
+        description="one ApplyPatch moving a file into a new directory, with a hunk",
+        initial={"old/moving.txt": _file("one\ntwo\n")},
+        steps=(
+            _read("old/moving.txt"),
+            {
+                "call": "apply_patch",
+                "session": SESSION,
+                "patch": "*** Begin Patch\n"
+                "*** Update File: old/moving.txt\n*** Move to: moved/moving.txt\n"
+                "@@\n one\n-two\n+TWO\n"
+                "*** End Patch\n",
+            },
+        ),
+    )
+
+
+def add_one() -> Scenario:
+    """One patch adding a file into a new directory (1 patch)."""
+    return Scenario(
+        name="add-1",
+        description="one ApplyPatch adding a file into a new directory",
+        initial={"keep.txt": _file("kept\n")},
+        steps=(
+            {
+                "call": "apply_patch",
+                "session": SESSION,
+                "patch": "*** Begin Patch\n*** Add File: new/added.txt\n+added\n*** End Patch\n",
+            },
+        ),
+    )
+
+
+# -- the zoo -------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Mutant:
+    name: str
+    defect: str
+    active: Callable[[], contextlib.AbstractContextManager[None]]
+    scenario: Callable[[], Scenario]
+    special: str = ""  # the check outside the explorer that catches it, if any
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        name="no_stage_fsync",
+        defect="stage files are not fsynced before they are published",
+        active=no_stage_fsync,
+        scenario=update_two,
+    ),
+    Mutant(
+        name="no_directory_fsync",
+        defect="no directory is fsynced between staging, publishing and the commit",
+        active=no_directory_fsync,
+        scenario=update_two,
+    ),
+    Mutant(
+        name="journal_after_renames",
+        defect="the journal is written after the renames",
+        active=journal_after_renames,
+        scenario=update_two,
+    ),
+    Mutant(
+        name="journal_not_fsynced",
+        defect="the journal's bytes are not fsynced before its rename",
+        active=journal_not_fsynced,
+        scenario=update_two,
+    ),
+    Mutant(
+        name="recovery_drops_journal_first",
+        defect="recovery removes the journal before restoring the files",
+        active=recovery_drops_journal_first,
+        scenario=update_two,
+    ),
+    Mutant(
+        name="journals_oldest_first",
+        defect="recovery rolls back interrupted transactions oldest first",
+        active=journals_oldest_first,
+        scenario=update_two,
+        special="stacked_crashes",
+    ),
+    Mutant(
+        name="stage_without_excl",
+        defect="stage files are created without O_EXCL",
+        active=stage_without_excl,
+        scenario=update_two,
+        special="squatted_stage",
+    ),
+    Mutant(
+        name="move_by_copy",
+        defect="a move is a copy then a delete, outside the journal's stage",
+        active=move_by_copy,
+        scenario=move_one,
+    ),
+    Mutant(
+        name="dirs_before_files",
+        defect="a rollback removes created directories before the files in them",
+        active=dirs_before_files,
+        scenario=add_one,
+    ),
+    Mutant(
+        name="restore_by_rename",
+        defect="a backup is renamed over a target that is still its own link",
+        active=restore_by_rename,
+        scenario=update_two,
+    ),
+    Mutant(
+        name="no_journal_dir_fsync",
+        defect="the preparing journal's directory is not fsynced before the files change",
+        active=no_journal_dir_fsync,
+        scenario=update_two,
+    ),
+)
+
+
+# -- hunting -------------------------------------------------------------------------------------
+
+CHECKS = ("crash", "power:ordered", "power:strict", "recovery-crash")
+
+
+@attrs.frozen
+class Caught:
+    """The first check that failed, its failure scenario, and the work it took."""
+
+    check: str
+    finding: Scenario
+    checked: int  # checks run until the failure (all kinds)
+    trace: int  # port operations of the scenario's last step, in a clean run
+
+
+def hunt(mutant: Mutant, scenario: Scenario | None = None) -> Caught | None:
+    """Run the explorer's checks on ``scenario`` with ``mutant`` active; the first failure."""
+    chosen = scenario if scenario is not None else mutant.scenario()
+    with tempfile.TemporaryDirectory(prefix="editspec-mutant-") as base, mutant.active():
+        sandbox = harness.Sandbox(base)
+        clean = harness.baseline(sandbox, chosen)
+        checked = 0
+        for check in CHECKS:
+            for verdict in _verdicts(sandbox, chosen, clean, check):
+                checked += 1
+                if verdict.finding is not None:
+                    return Caught(check, verdict.finding, checked, len(clean.trace))
+    return None
+
+
+def _verdicts(
+    sandbox: harness.Sandbox, scenario: Scenario, clean: harness.Baseline, check: str
+) -> Iterator[harness.Verdict]:
+    if check == "crash":
+        for at in range(1, clean.count + 1):
+            yield harness.check_crash(sandbox, scenario, clean, at)
+    elif check.startswith("power:"):
+        model = check.split(":")[1]
+        states, _ = harness.power_states(clean, model, limit=DEFAULT_LIMITS[model])  # type: ignore[arg-type]
+        for state in states:
+            yield harness.check_power_state(sandbox, scenario, clean, state, model)  # type: ignore[arg-type]
+    else:
+        for at in range(1, clean.count + 1):
+            for recovery_at in range(1, harness.recovery_count(sandbox, scenario, at) + 1):
+                yield harness.check_recovery_crash(sandbox, scenario, clean, at, recovery_at)
+
+
+_IDS = re.compile(r"[0-9a-f]{16,}")
+
+
+def normalized(lines: tuple[str, ...] | list[str]) -> list[str]:
+    """Problem lines with transaction ids and temp-name digits made comparable."""
+    return [_IDS.sub("<id>", line.strip()) for line in lines]
+
+
+# -- the two checks beyond the explorer ----------------------------------------------------------
+
+
+class _DiesAtCommit(FaultyFileSystem):
+    """A process that dies as it starts its commit record (after publishing its files)."""
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        if path.endswith(".committed.tmp") and self.plan is None:
+            self.plan = CrashAt(self.count + 1)  # this very call does not happen
+        return super().create_exclusive(path, mode)
+
+
+def _one_line_patch(old: str, new: str) -> dict[str, Any]:
+    return {
+        "call": "apply_patch",
+        "session": SESSION,
+        "patch": f"*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-{old}\n+{new}\n"
+        "*** End Patch\n",
+    }
+
+
+def stacked_crashes(base: str) -> list[str]:
+    """Two processes die in turn in patches of one file; recovery must undo both.
+
+    Process A patches ``a.txt`` and dies after publishing, before its commit record.
+    Process B, opened before A died (its start-up recovery found nothing), reads
+    ``a.txt`` -- A's uncommitted bytes -- and dies the same way in a patch of its own.
+    Neither committed, so recovery must bring back the bytes from before A: B's backup
+    (A's bytes) restored first, then A's (the original). Returns the problems found.
+    """
+    sandbox = harness.Sandbox(base)
+    original = trees.Entry.file(b"one\ntwo\n", 0o644)
+    sandbox.reset({"a.txt": original})
+    processes = [_DiesAtCommit() for _ in range(2)]
+    workspaces = [Workspace(sandbox.root, sandbox.state_dir, fs=fs) for fs in processes]
+    problems: list[str] = []
+    for workspace, fs, (old, new) in zip(
+        workspaces, processes, (("two", "TWO"), ("TWO", "2")), strict=True
+    ):
+        perform(workspace, _read("a.txt"), sandbox.root)
+        fs.arm(None)
+        with contextlib.suppress(SimulatedCrash):
+            outcome = perform(workspace, _one_line_patch(old, new), sandbox.root)
+            return [f"the patch {old} -> {new} was not interrupted: {outcome.code}"]
+    if len(sandbox.journals()) != 2:
+        return [f"expected two interrupted journals, found {sandbox.journals()}"]
+    Workspace(sandbox.root, sandbox.state_dir).close()  # a restart: recovery
+    actual = sandbox.tree()
+    expected = {"a.txt": original}
+    if not trees.equal(actual, expected):
+        problems.append("after recovery a.txt is not as before both interrupted patches:")
+        problems.extend("  " + line for line in trees.diff(expected, actual))
+    if sandbox.journals():
+        problems.append("journal left after recovery: " + ", ".join(sandbox.journals()))
+    return problems
+
+
+@contextlib.contextmanager
+def pinned_transaction_id(txn_id: str) -> Iterator[None]:
+    """Every transaction gets ``txn_id`` (so a test can name its stage files ahead)."""
+    with replaced(_transaction, "new_transaction_id", lambda: txn_id):
+        yield
+
+
+PINNED_ID = "0" * 16 + "5eed" * 4
+
+
+def squatted_stage() -> Scenario:
+    """A symlink waits at the stage name of ``a.txt`` and points at ``b.txt``.
+
+    Run with ``pinned_transaction_id(PINNED_ID)``. The patch of ``a.txt`` must fail
+    (its stage cannot be created exclusively) and change nothing: ``b.txt`` keeps its
+    bytes. A stage opened without ``O_EXCL`` follows the link and overwrites ``b.txt``.
+    """
+    stage = _journal.side_file_name("a.txt", PINNED_ID, "stage")
+    initial = {"a.txt": _file("alpha\nbeta\n"), "b.txt": _file("bystander\n")}
+    after_plant = {**initial, stage: trees.Entry.symlink("b.txt")}
+    return Scenario(
+        name="squatted-stage",
+        description=(
+            "a symlink planted at a.txt's stage name (transaction id pinned to "
+            f"{PINNED_ID}) points at b.txt; the patch must fail and change nothing"
+        ),
+        initial=initial,
+        steps=(
+            _read("a.txt"),
+            {"call": "symlink", "path": stage, "target": "b.txt", "expect": [after_plant]},
+            {
+                "call": "apply_patch",
+                "session": SESSION,
+                "patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-beta\n+BETA\n"
+                "*** End Patch\n",
+                "outcomes": ["IO_ERROR", "ALREADY_EXISTS", "CONFLICT", "STALE"],
+                "expect": [after_plant],
+            },
+        ),
+    )
+
+
+def mutant_named(name: str) -> Mutant:
+    return next(m for m in MUTANTS if m.name == name)
+
+
+def by_name() -> Mapping[str, Mutant]:
+    return {mutant.name: mutant for mutant in MUTANTS}
