@@ -538,7 +538,10 @@ def main_explore(
     """Entry point of ``editspec explore``; returns the exit status."""
     out_stream = stdout if stdout is not None else sys.stdout
     err_stream = stderr if stderr is not None else sys.stderr
-    parser = argparse.ArgumentParser(prog="editspec explore", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="editspec explore",
+        description="check every crash point and power-loss state of the standard scenarios",
+    )
     parser.add_argument(
         "--scenario",
         action="append",
