@@ -341,7 +341,9 @@ def _no_no_change() -> None:
             if error.code != "NO_CHANGE":
                 raise
 
-    def apply(shown: str, text: str, specs: Sequence[EditSpec], newline: Any, lines: Any = None):
+    def apply(
+        shown: str, text: str, specs: Sequence[EditSpec], newline: Any, lines: Any = None
+    ) -> _matching.Edited:
         return _matching.edit_text(text, specs, newline=newline, lines=lines)
 
     _replace(_matching, "validate", lenient)
@@ -414,9 +416,11 @@ non_atomic_write = _register(
 
 
 def _default_mode() -> None:
-    original = _write.atomic_replace
+    original = _atomic.atomic_replace
 
-    def replace(fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify=None):
+    def replace(
+        fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify: Any = None
+    ) -> tuple[str, ...]:
         return original(fs, real_path, data, mode=None, verify=verify)
 
     _replace(_write, "atomic_replace", replace)
@@ -481,11 +485,11 @@ def _file_by_file() -> None:
             source = workspace.resolve(op.path)
             dest = workspace.resolve(op.move_to) if op.move_to is not None else None
             item = _patch._plan_one(session, op, source, dest)
-            commit(
-                workspace,
-                [_patch._planned_change(item)],
-                on_committed=lambda _txn, item=item: _patch._update_access(session, [item]),
-            )
+
+            def committed(_txn: str, item: Any = item) -> None:
+                _patch._update_access(session, [item])
+
+            commit(workspace, [_patch._planned_change(item)], on_committed=committed)
             changes.append(
                 FileChange(
                     path=item.display,
