@@ -2,6 +2,11 @@
 
 Profiles: ``dev`` (default, quick), ``ci`` (sized to CI's budget, randomized) and
 ``thorough`` (long local runs). Select one with ``HYPOTHESIS_PROFILE=thorough``.
+
+Example database: with ``HYPOTHESIS_REDIS_URL`` set (e.g. ``redis://127.0.0.1:6379/0``)
+every profile saves and replays examples through Redis as well as the local
+``.hypothesis`` directory, so a failure found by one CI worker or machine is replayed
+first by all of them (needs the ``redis`` package).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.database import ExampleDatabase
 
 settings.register_profile(
     "dev",
@@ -33,6 +39,30 @@ settings.register_profile(
     stateful_step_count=100,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+
+
+def example_database(
+    redis_url: str | None, local: ExampleDatabase | None = None
+) -> ExampleDatabase | None:
+    """The local example database multiplexed with a Redis one at ``redis_url``."""
+    if not redis_url:
+        return None
+    import redis
+    from hypothesis.database import MultiplexedDatabase
+    from hypothesis.extra.redis import RedisExampleDatabase
+
+    shared = RedisExampleDatabase(redis.Redis.from_url(redis_url))
+    if local is None:
+        local = settings.get_profile("default").database
+    return MultiplexedDatabase(local, shared)
+
+
+_shared_database = example_database(os.environ.get("HYPOTHESIS_REDIS_URL"))
+if _shared_database is not None:
+    for _profile in ("dev", "ci", "thorough"):
+        settings.register_profile(
+            _profile, parent=settings.get_profile(_profile), database=_shared_database
+        )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
