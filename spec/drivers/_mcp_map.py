@@ -342,7 +342,8 @@ def load_map(path: str | Path) -> ServerMap:
         code = rule.get("code") if isinstance(rule, dict) else None
         if code not in error_codes():
             raise MapError(f"{source}: errors.rules[{index}] needs a code from the table")
-        rules.append(ErrorRule(pattern=_regex(rule.get("pattern"), f"rules[{index}]"), code=code))
+        where = f"{source}: errors.rules[{index}] pattern"
+        rules.append(ErrorRule(pattern=_regex(rule.get("pattern"), where), code=code))
     pattern = errors.get("code_pattern")
     return ServerMap(
         name=server.get("name"),
@@ -352,7 +353,7 @@ def load_map(path: str | Path) -> ServerMap:
         timeout=float(server.get("timeout", 120)),
         tools={op: _tool(op, table, source) for op, table in tools_table.items()},
         code_field=errors.get("code_field"),
-        code_pattern=_regex(pattern, "code_pattern") if pattern is not None else None,
+        code_pattern=_regex(pattern, f"{source}: code_pattern") if pattern is not None else None,
         error_rules=tuple(rules),
         source=source,
     )

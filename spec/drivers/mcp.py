@@ -587,8 +587,12 @@ class McpDriverFactory:
 
 def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory:
     """The factory for ``--editspec-mcp=COMMAND [--editspec-mcp-map=FILE]``."""
+    import importlib.util
+
     from editspec.spec.drivers import DriverLoadError
 
+    if importlib.util.find_spec("mcp") is None:
+        raise DriverLoadError("the MCP adapter needs the mcp SDK: install editspec[mcp]")
     try:
         server_map = load_map(map_path) if map_path else default_map()
         command_line(command, Path("root"), Path("state"))
