@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 import editspec.spec
@@ -145,7 +145,8 @@ def test_error_codes_come_from_rules_patterns_or_fields(tmp_path: Path) -> None:
     driver = _peer_driver(tmp_path)
     denied = driver._error(_text_result("Access denied - path outside", error=True))
     assert isinstance(denied, McpToolError) and denied.code == "OUTSIDE_WORKSPACE"
-    assert driver._error(_text_result("ENOTDIR: not a directory", error=True)).code == "IO_ERROR"
+    environment = driver._error(_text_result("ENOTDIR: not a directory", error=True))
+    assert isinstance(environment, McpToolError) and environment.code == "IO_ERROR"
     unknown = driver._error(_text_result("something odd", error=True))
     assert isinstance(unknown, ServerError) and not hasattr(unknown, "code")
     own = McpDriver(["unused"], load_map(MAPS / "editspec.toml"), tmp_path, tmp_path)
@@ -154,7 +155,7 @@ def test_error_codes_come_from_rules_patterns_or_fields(tmp_path: Path) -> None:
     assert isinstance(stale, McpToolError) and stale.details == {"path": "a"}
     assert str(stale) == "STALE: changed"
     by_text = own._error(_text_result("NOT_READ: read it first", error=True))
-    assert by_text.code == "NOT_READ"
+    assert isinstance(by_text, McpToolError) and by_text.code == "NOT_READ"
     bogus = own._error(_text_result("BOGUS: x", error=True, structured={"code": "BOGUS"}))
     assert isinstance(bogus, ServerError)
 
