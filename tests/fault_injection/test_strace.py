@@ -9,6 +9,7 @@ temp file left. The strace log of every run names the call it died in.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -173,16 +174,19 @@ def peer_entry() -> Path:
     )
     prefix = cache / f"server-filesystem-{PEER_VERSION}"
     entry = prefix / "node_modules" / PEER / "dist" / "index.js"
-    if not entry.is_file():
-        prefix.mkdir(parents=True, exist_ok=True)
-        command = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                   "--loglevel=error", f"{PEER}@{PEER_VERSION}"]  # fmt: skip
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"npm install {PEER}@{PEER_VERSION} did not finish in 300 s")
-        if done.returncode != 0 or not entry.is_file():
-            pytest.skip(f"npm could not install {PEER}@{PEER_VERSION}: {done.stderr[-500:]}")
+    prefix.mkdir(parents=True, exist_ok=True)
+    # One install at a time (pytest-xdist workers share the cache).
+    with open(prefix / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not entry.is_file():
+            command = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                       "--loglevel=error", f"{PEER}@{PEER_VERSION}"]  # fmt: skip
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                pytest.skip(f"npm install {PEER}@{PEER_VERSION} did not finish in 300 s")
+            if done.returncode != 0 or not entry.is_file():
+                pytest.skip(f"npm could not install {PEER}@{PEER_VERSION}: {done.stderr[-500:]}")
     return entry
 
 
