@@ -109,15 +109,25 @@ def command_line(command: str | Sequence[str], root: Path, state_dir: Path) -> l
     ]
 
 
+def _leaves(exc: BaseException) -> str:
+    """An exception (group) as the errors it holds: what the task groups wrapped."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, (list, tuple)) and inner:
+        return "; ".join(_leaves(item) for item in inner)
+    return repr(exc)
+
+
 class _Connection:
     """A running server and the SDK client connected to it (lives on the loop thread)."""
 
     def __init__(self, argv: list[str], protocol: str) -> None:
         self.argv = argv
         self.protocol = protocol
-        # The server's stderr: kept for error messages, closed with the connection.
+        # The server's stderr: kept for error messages, closed with the connection. The
+        # server shares its file offset, so it is opened O_APPEND: our reads move the
+        # offset, never where the server writes.
         self.stderr = tempfile.TemporaryFile(  # noqa: SIM115
-            mode="w+", encoding="utf-8", errors="replace"
+            mode="a+", encoding="utf-8", errors="replace"
         )
         self.client: Any = None
         self.tools: dict[str, Any] = {}
@@ -160,8 +170,8 @@ class _Connection:
                 await self._stop.wait()
         except BaseException as exc:
             if not self.ready.done():
-                self.ready.set_exception(ServerError(f"the server did not start: {exc!r}"))
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                self.ready.set_exception(ServerError(f"the server did not start: {_leaves(exc)}"))
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
                 raise
         finally:
             self.client = None
@@ -177,20 +187,16 @@ class _Connection:
             self._stop.set()
 
     def pid(self) -> int | None:
-        self.stderr.flush()
         self.stderr.seek(0)
         first = self.stderr.readline()
-        self.stderr.seek(0, os.SEEK_END)
         if first.startswith("editspec-pid "):
             return int(first.split()[1])
         return None
 
     def stderr_tail(self) -> str:
         with contextlib.suppress(OSError, ValueError):
-            self.stderr.flush()
             self.stderr.seek(0)
             text = self.stderr.read()
-            self.stderr.seek(0, os.SEEK_END)
             lines = [line for line in text.splitlines() if not line.startswith("editspec-pid ")]
             return "\n".join(lines)[-_STDERR_TAIL:]
         return ""
@@ -328,7 +334,7 @@ class McpDriver:
             raise ServerError(f"{tool.name} did not answer within {self.map.timeout:g} s") from None
         except Exception as exc:
             tail = connection.stderr_tail()
-            raise ServerError(f"{tool.name} failed: {exc!r}\n{tail}".rstrip()) from exc
+            raise ServerError(f"{tool.name} failed: {_leaves(exc)}\n{tail}".rstrip()) from exc
         if result.is_error:
             raise self._error(result)
         return self._result(tool, result)
