@@ -103,6 +103,28 @@ class Workspace:
                 reason=self._needs_recovery,
             )
 
+    def before_change(self) -> None:
+        """Settle transactions another process left behind, then refuse if still sticky.
+
+        Called at the start of every mutating call, before any lock is taken. A process
+        that died mid-transaction leaves a journal; a process that was already running
+        must not build on the half-published files it left (its change would later be
+        undone by that journal's rollback), so the journal is settled first. Recovery
+        holds the workspace guard exclusively, so it waits for transactions still
+        running in other threads or processes and never touches their journals.
+        Spec: RECOV-*, TXN-*.
+        """
+        if self._needs_recovery is None and self._has_journals():
+            self.recover()
+        self.ensure_writable()
+
+    def _has_journals(self) -> bool:
+        try:
+            names = self.fs.listdir(self.journal_dir)
+        except OSError:  # no journal directory yet: nothing was ever left behind
+            return False
+        return any(name.endswith(".json") for name in names)
+
     def mark_needs_recovery(self, reason: str) -> None:
         self._needs_recovery = reason
 
@@ -159,7 +181,7 @@ class Session:
         """Create or replace a whole file atomically. Spec: WRITE-*."""
         from editspec.reference._write import write
 
-        self.workspace.ensure_writable()
+        self.workspace.before_change()
         return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
 
     def edit(
@@ -173,7 +195,7 @@ class Session:
         """Apply string replacements, all or nothing. Spec: EDIT-*."""
         from editspec.reference._edit import edit
 
-        self.workspace.ensure_writable()
+        self.workspace.before_change()
         return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
 
     def edit_notebook(
@@ -191,7 +213,7 @@ class Session:
         """Replace, insert or delete one cell of a .ipynb notebook. Spec: NB-*."""
         from editspec.reference._notebook import edit_notebook
 
-        self.workspace.ensure_writable()
+        self.workspace.before_change()
         return edit_notebook(
             self,
             path,
@@ -208,7 +230,7 @@ class Session:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
         from editspec.reference._patch import apply_patch
 
-        self.workspace.ensure_writable()
+        self.workspace.before_change()
         return apply_patch(self, patch, message_id=message_id)
 
     def glob(
@@ -275,5 +297,5 @@ class Session:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
         from editspec.reference._rewind import rewind
 
-        self.workspace.ensure_writable()
+        self.workspace.before_change()
         return rewind(self, message_id)
