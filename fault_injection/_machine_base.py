@@ -39,6 +39,9 @@ contents = st.one_of(
 # Where a fault lands, as a fraction of the operations the same call issued last time it
 # ran cleanly in this machine (``WorkspaceMachine.point``), so faults spread over the
 # whole publish instead of bunching at its first operations.
+# Whether a write or an edit reads its file first (as an agent mostly does); without it
+# most of them would stop at NOT_READ and never reach the disk.
+reads_first = st.sampled_from((True, True, True, True, False))
 crash_points = st.floats(min_value=0.0, max_value=1.0, exclude_max=True)
 fail_points = crash_points
 
@@ -321,6 +324,24 @@ class WorkspaceMachine(RuleBasedStateMachine):
                 self.read(session, path)
         return ops
 
+    def model_path(self, path: str) -> str:
+        """The name the model keeps a path under (case folding, see CaseAliasMachine)."""
+        return path
+
+    def draw_edit(self, data: st.DataObject, path: str) -> tuple[str, str]:
+        """An old and a new string: usually a line of the file, now and then one it lacks."""
+        key = self.model.canonical(self.model_path(path))
+        present = self.model.files.get(key, b"").decode("utf-8").splitlines()
+        candidates = [*sorted(set(present)), "zulu"] if present else [*WORDS, "zulu"]
+        old = data.draw(st.sampled_from(candidates), label="old line")
+        new = data.draw(st.sampled_from(WORDS), label="new line")
+        return old + "\n", new + "\n"
+
+    def maybe_read(self, session: str, path: str, read_first: bool) -> None:
+        """Read ``path`` first (a separate recorded step) when asked and when it exists."""
+        if read_first and self.model.canonical(self.model_path(path)) in self.model.files:
+            self.read(session, path)
+
     # -- shared rules --------------------------------------------------------------------
 
     @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
@@ -385,9 +406,6 @@ def edit_step(
     if message is not None:
         step["message_id"] = message
     return step
-
-
-edit_words = st.tuples(st.sampled_from((*WORDS, "zulu")), st.sampled_from(WORDS))
 
 
 # -- patches ---------------------------------------------------------------------------------

@@ -41,9 +41,9 @@ from editspec.fault_injection._machine_base import (
     contents,
     crash_points,
     edit_step,
-    edit_words,
     fail_points,
     patch_step,
+    reads_first,
     write_step,
 )
 
@@ -63,30 +63,38 @@ class EditSequenceMachine(WorkspaceMachine):
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
         text=contents,
     )
-    def write(self, session: str, path: str, text: str) -> None:
+    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
+        self.maybe_read(session, path, read_first)
         self.engine(
             write_step(session, path, text), lambda m: m.write(session, path, text.encode("utf-8"))
         )
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
-        words=edit_words,
+        data=st.data(),
     )
-    def edit(self, session: str, path: str, words: tuple[str, str]) -> None:
-        old, new = words[0] + "\n", words[1] + "\n"
+    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
+        self.maybe_read(session, path, read_first)
+        old, new = self.draw_edit(data, path)
         self.engine(edit_step(session, path, old, new), lambda m: m.edit(session, path, old, new))
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
         text=contents,
         at=crash_points,
     )
-    def crash_during_write(self, session: str, path: str, text: str, at: float) -> None:
+    def crash_during_write(
+        self, session: str, read_first: bool, path: str, text: str, at: float
+    ) -> None:
+        self.maybe_read(session, path, read_first)
         self.crash(
             write_step(session, path, text),
             lambda m: m.write(session, path, text.encode("utf-8")),
@@ -95,26 +103,32 @@ class EditSequenceMachine(WorkspaceMachine):
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
-        words=edit_words,
+        data=st.data(),
         at=crash_points,
     )
-    def crash_during_edit(self, session: str, path: str, words: tuple[str, str], at: float) -> None:
-        old, new = words[0] + "\n", words[1] + "\n"
+    def crash_during_edit(
+        self, session: str, read_first: bool, path: str, data: st.DataObject, at: float
+    ) -> None:
+        self.maybe_read(session, path, read_first)
+        old, new = self.draw_edit(data, path)
         self.crash(
             edit_step(session, path, old, new), lambda m: m.edit(session, path, old, new), at
         )
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
         text=contents,
         at=fail_points,
         errno_name=st.sampled_from(ERRNOS),
     )
     def io_error_during_write(
-        self, session: str, path: str, text: str, at: float, errno_name: str
+        self, session: str, read_first: bool, path: str, text: str, at: float, errno_name: str
     ) -> None:
+        self.maybe_read(session, path, read_first)
         self.fail_io(
             write_step(session, path, text),
             lambda m: m.write(session, path, text.encode("utf-8")),
@@ -124,13 +138,15 @@ class EditSequenceMachine(WorkspaceMachine):
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
         text=contents,
         data=st.data(),
     )
     def power_loss_during_write(
-        self, session: str, path: str, text: str, data: st.DataObject
+        self, session: str, read_first: bool, path: str, text: str, data: st.DataObject
     ) -> None:
+        self.maybe_read(session, path, read_first)
         self.power_loss(
             write_step(session, path, text),
             lambda m: m.write(session, path, text.encode("utf-8")),
@@ -185,20 +201,14 @@ class RewindMachine(WorkspaceMachine):
         self.counter += 1
         return f"m{self.counter}"
 
-    def maybe_read(self, session: str, path: str, data: st.DataObject) -> None:
-        if path in self.model.files and data.draw(
-            st.sampled_from((True,) * 4 + (False,)), label="read first"
-        ):
-            self.read(session, path)
-
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
         text=contents,
-        data=st.data(),
     )
-    def write(self, session: str, path: str, text: str, data: st.DataObject) -> None:
-        self.maybe_read(session, path, data)
+    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
+        self.maybe_read(session, path, read_first)
         message = self.next_message()
         self.engine(
             write_step(session, path, text, message),
@@ -207,13 +217,13 @@ class RewindMachine(WorkspaceMachine):
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(WorkspaceMachine.paths),
-        words=edit_words,
         data=st.data(),
     )
-    def edit(self, session: str, path: str, words: tuple[str, str], data: st.DataObject) -> None:
-        self.maybe_read(session, path, data)
-        old, new = words[0] + "\n", words[1] + "\n"
+    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
+        self.maybe_read(session, path, read_first)
+        old, new = self.draw_edit(data, path)
         message = self.next_message()
         self.engine(
             edit_step(session, path, old, new, message),
@@ -306,24 +316,40 @@ class AliasMachine(WorkspaceMachine):
         step = {"call": "read", "session": session, "path": path}
         self.engine(step, lambda m: m.read(session, path))
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths), text=contents)
-    def write(self, session: str, path: str, text: str) -> None:
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
+        path=st.sampled_from(paths),
+        text=contents,
+    )
+    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
+        self.maybe_read(session, path, read_first)
         self.engine(
             write_step(session, path, text), lambda m: m.write(session, path, text.encode("utf-8"))
         )
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths), words=edit_words)
-    def edit(self, session: str, path: str, words: tuple[str, str]) -> None:
-        old, new = words[0] + "\n", words[1] + "\n"
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
+        path=st.sampled_from(paths),
+        data=st.data(),
+    )
+    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
+        self.maybe_read(session, path, read_first)
+        old, new = self.draw_edit(data, path)
         self.engine(edit_step(session, path, old, new), lambda m: m.edit(session, path, old, new))
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(paths),
         text=contents,
         at=crash_points,
     )
-    def crash_during_write(self, session: str, path: str, text: str, at: float) -> None:
+    def crash_during_write(
+        self, session: str, read_first: bool, path: str, text: str, at: float
+    ) -> None:
+        self.maybe_read(session, path, read_first)
         self.crash(
             write_step(session, path, text),
             lambda m: m.write(session, path, text.encode("utf-8")),
@@ -343,32 +369,51 @@ class CaseAliasMachine(WorkspaceMachine):
     memory = True
     paths: ClassVar[tuple[str, ...]] = ("a.txt", "A.TXT", "d/c.txt", "D/C.txt")
 
+    def model_path(self, path: str) -> str:
+        return _fold(path)
+
     @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
     def read(self, session: str, path: str) -> None:
         step = {"call": "read", "session": session, "path": path}
         self.engine(step, lambda m: m.read(session, _fold(path)))
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths), text=contents)
-    def write(self, session: str, path: str, text: str) -> None:
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
+        path=st.sampled_from(paths),
+        text=contents,
+    )
+    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
+        self.maybe_read(session, path, read_first)
         self.engine(
             write_step(session, path, text),
             lambda m: m.write(session, _fold(path), text.encode("utf-8")),
         )
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths), words=edit_words)
-    def edit(self, session: str, path: str, words: tuple[str, str]) -> None:
-        old, new = words[0] + "\n", words[1] + "\n"
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
+        path=st.sampled_from(paths),
+        data=st.data(),
+    )
+    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
+        self.maybe_read(session, path, read_first)
+        old, new = self.draw_edit(data, path)
         self.engine(
             edit_step(session, path, old, new), lambda m: m.edit(session, _fold(path), old, new)
         )
 
     @rule(
         session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
         path=st.sampled_from(paths),
         text=contents,
         at=crash_points,
     )
-    def crash_during_write(self, session: str, path: str, text: str, at: float) -> None:
+    def crash_during_write(
+        self, session: str, read_first: bool, path: str, text: str, at: float
+    ) -> None:
+        self.maybe_read(session, path, read_first)
         self.crash(
             write_step(session, path, text),
             lambda m: m.write(session, _fold(path), text.encode("utf-8")),
