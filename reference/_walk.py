@@ -60,6 +60,15 @@ def join(directory: str, name: str) -> str:
     return f"{directory}/{name}" if directory else name
 
 
+def _kind(entry: os.DirEntry[str]) -> str:
+    """An entry's own kind, from the listing (a symlink is not followed)."""
+    if entry.is_symlink():
+        return SYMLINK
+    if entry.is_dir():
+        return DIR
+    return FILE if entry.is_file() else OTHER
+
+
 class SearchTree:
     """One workspace seen by search: its root, built-in exclusions and ignore files."""
 
@@ -70,6 +79,13 @@ class SearchTree:
         self.state_relative: str | None = None
         if state != self.root and is_within(state, self.root):
             self.state_relative = state[len(self.root) :].strip(os.sep).replace(os.sep, "/")
+        # What the walks of this tree met that another walker may read differently
+        # (``_grep_rg`` decides whether ripgrep's own walk can stand in for this one):
+        # every ignore file read (root-relative path, bytes), and every entry named
+        # ``.git`` and every ``.gitignore`` that is not a regular file (root-relative
+        # path, kind).
+        self.ignore_reads: list[tuple[str, bytes]] = []
+        self.odd_entries: list[tuple[str, str]] = []
 
     def absolute(self, relative: str) -> str:
         if not relative:
@@ -87,6 +103,7 @@ class SearchTree:
             if exc.errno in _VANISHED or exc.errno in (errno.EISDIR, errno.EINVAL):
                 return None
             raise _errors.from_oserror(exc, relative_file, action="read ignore file") from exc
+        self.ignore_reads.append((relative_file, content))
         return _ignore.ignore_file(content, relative_file, base)
 
     def base_stack(self) -> RuleStack:
@@ -158,33 +175,32 @@ class SearchTree:
         """
         if self.builtin_exclusion(start) is not None:
             return
-        pending: list[tuple[str, RuleStack | None]] = [(start, None)]
+        pending: list[tuple[str, str, RuleStack | None]] = [(start, self.absolute(start), None)]
         state_parent, _, state_name = (self.state_relative or "").rpartition("/")
         if self.state_relative is None:
             state_parent = state_name = "\0"  # a name no entry has
         while pending:
-            directory, parent_stack = pending.pop()
+            directory, path, stack = pending.pop()
             if check is not None:
                 check()
-            path = self.absolute(directory)
             try:
                 listing = list(self.fs.scandir(path))
             except OSError as exc:
                 if directory != start and exc.errno in _VANISHED:
                     continue
                 raise _errors.from_oserror(exc, directory or ".", action="search") from exc
-            if parent_stack is None:
+            for entry in listing:
+                if entry.name == _ignore.GITIGNORE:
+                    if not entry.is_file(follow_symlinks=False):
+                        self.odd_entries.append((join(directory, entry.name), _kind(entry)))
+                    elif stack is not None:
+                        found = self.read_ignore(join(directory, entry.name), directory)
+                        if found is not None:
+                            stack = stack.push(found)
+                    break
+            if stack is None:
                 # The start directory: its own ignore file is read by stack_for.
                 stack = self.stack_for(directory)
-            else:
-                stack = parent_stack
-                for entry in listing:
-                    if entry.name == _ignore.GITIGNORE:
-                        if entry.is_file(follow_symlinks=False):
-                            found = self.read_ignore(join(directory, entry.name), directory)
-                            if found is not None:
-                                stack = stack.push(found)
-                        break
             matcher = stack.matcher
             excluded = None if matcher.empty else matcher.excluded
             prefix = directory + "/" if directory else ""
@@ -203,6 +219,7 @@ class SearchTree:
             for entry in listing:
                 name = entry.name
                 if name == GIT_DIR:
+                    self.odd_entries.append((prefix + name, _kind(entry)))
                     continue
                 # is_symlink first: for anything else is_dir()/is_file() then describe the
                 # entry itself, from the type the listing cached.
@@ -224,7 +241,7 @@ class SearchTree:
                     dirs.append(entry)
                     child = prefix + name
                     if descend is None or descend(child):
-                        pending.append((child, stack))
+                        pending.append((child, os.path.join(path, name), stack))
                 else:
                     if excluded is not None:
                         if ascii_prefix and name.isascii():
