@@ -118,6 +118,10 @@ def _below(root: SearchRoot, directory: str) -> str:
 # -- glob ------------------------------------------------------------------------------
 
 
+# What ``_wildmatch.translate`` makes of "**" alone: any path.
+_EVERYTHING = ".*"
+
+
 def _is_globstar(segment: str) -> bool:
     return len(segment) >= 2 and set(segment) == {"*"}
 
@@ -150,6 +154,9 @@ class GlobPattern:
         dirs_regex = _compile(dirs)
         self.files = None if files_regex is None else files_regex.fullmatch
         self.dirs = None if dirs_regex is None else dirs_regex.fullmatch
+        # An alternative that is "**" alone matches every path: no regex to run.
+        self.all_files = _EVERYTHING in files
+        self.all_dirs = _EVERYTHING in dirs
 
     @staticmethod
     def _normalize(text: str, root: SearchRoot, workspace_root: str) -> tuple[list[str], bool]:
@@ -210,30 +217,40 @@ def glob(
         raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
     matcher = GlobPattern(pattern, root, workspace.root)
     tree = SearchTree(workspace)
-    found: list[tuple[int, int, str]] = []
+    # (-mtime, path) per group: files (and symlinks) first, then directories.
+    found: tuple[list[tuple[int, str]], list[tuple[int, str]]] = ([], [])
     reported = root.reported + "/" if root.reported else ""
+    kinds = (
+        (found[0], matcher.files, matcher.all_files),
+        (found[1], matcher.dirs, matcher.all_dirs),
+    )
     for batch in tree.walk(root.relative, descend=lambda d: matcher.descend(_below(root, d))):
         below = _below(root, batch.directory)
         prefix = below + "/" if below else ""
-        for group, entries, regex in (
-            (0, batch.files, matcher.files),
-            (0, batch.symlinks, matcher.files),
-            (1, batch.dirs, matcher.dirs),
+        shown = reported + prefix
+        for entries, (out, regex, everything) in (
+            (batch.files, kinds[0]),
+            (batch.symlinks, kinds[0]),
+            (batch.dirs, kinds[1]),
         ):
-            if regex is None:
+            if regex is None or not entries:
                 continue
+            append = out.append
             for entry in entries:
-                relative = prefix + entry.name
-                if regex(relative) is None:
+                name = entry.name
+                if not everything and regex(prefix + name) is None:
                     continue
                 try:
                     mtime = entry.stat(follow_symlinks=False).st_mtime_ns
                 except OSError:
                     continue  # gone since it was listed
-                found.append((group, -mtime, reported + relative))
-    found.sort()
-    truncated = limit is not None and len(found) > limit
-    paths = tuple(item[2] for item in (found[:limit] if truncated else found))
+                append((-mtime, shown + name))
+    files, dirs = found
+    files.sort()
+    dirs.sort()
+    ordered = files + dirs
+    truncated = limit is not None and len(ordered) > limit
+    paths = tuple(item[1] for item in (ordered[:limit] if truncated else ordered))
     return GlobResult(paths=paths, truncated=truncated, total_matches=len(paths))
 
 
