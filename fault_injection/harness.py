@@ -37,6 +37,7 @@ from editspec.fault_injection.faultfs import (
     FaultPlan,
     FaultyFileSystem,
     OpEvent,
+    OpRecord,
     SimulatedCrash,
 )
 from editspec.fault_injection.powerloss import (
@@ -170,6 +171,7 @@ class Runner:
         self.fs: FaultyFileSystem | None = None
         self.workspace: Workspace | None = None
         self.last_trace: tuple[TraceOp, ...] = ()  # of the last power-loss step
+        self.last_log: tuple[OpRecord, ...] = ()  # its counted calls, refused ones included
 
     def _faulty(self, plan: FaultPlan | None = None) -> FaultyFileSystem:
         fs = FaultyFileSystem(self.sandbox.inner(), plan, count=self.count)  # type: ignore[arg-type]
@@ -206,8 +208,15 @@ class Runner:
         if kind == "power_loss":
             recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
             recorder.start(self.fs)
-            self.fs.arm(None)
+            # Optionally an I/O error first ("fail_at", "errno"): the failed call is not
+            # in the trace, so the power cut sees whatever it did not make durable.
+            if "fail_at" in fault:
+                self.fs.arm(FailAt(int(fault["fail_at"]), getattr(_errno, fault["errno"])))
+            else:
+                self.fs.arm(None)
             outcome = perform(self.workspace, step, self.sandbox.root)
+            self.last_log = tuple(self.fs.log)
+            self.fs.arm(None)
             recorder.stop()
             self.last_trace = tuple(recorder.ops)
             cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}

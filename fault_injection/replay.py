@@ -77,7 +77,10 @@ def _fault_text(fault: Mapping[str, Any]) -> str:
             f"crash at counted operation {fault['at']}, then a crash at operation "
             f"{fault['recovery_at']} of the recovery"
         )
-    return f"power cut ({fault.get('model', 'ordered')} model) after {fault['point']} operations"
+    text = f"power cut ({fault.get('model', 'ordered')} model) after {fault['point']} operations"
+    if "fail_at" in fault:
+        text = f"{fault['errno']} at counted operation {fault['fail_at']}, then a {text}"
+    return text
 
 
 def _print_power_trace(
@@ -148,11 +151,19 @@ def _replay(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int
         report = runner.run(step)
         printer.live = True
         if fault is not None and fault["kind"] == "power_loss":
-            if scenario.trace and tuple(op.name for op in runner.last_trace) != scenario.trace:
+            recorded = scenario.trace if "fail_at" not in fault else ()  # a clean run's
+            if recorded and tuple(op.name for op in runner.last_trace) != recorded:
                 out.write(
                     "    warning: the engine now issues a different sequence of "
                     "operations than when this scenario was recorded\n"
                 )
+            for record in runner.last_log:
+                if record.outcome.startswith("fail:"):
+                    paths = " -> ".join(printer.path(p) for p in record.paths)
+                    out.write(
+                        f"      #{record.index:<3} {record.name:<16} {paths}   <== injected "
+                        f"{record.outcome[5:]}: not in the trace below\n"
+                    )
             _print_power_trace(out, printer, runner.last_trace, fault)
             out.write("    -- restart after the power cut: a fresh workspace recovers --\n")
         if report.outcome is not None:

@@ -16,9 +16,10 @@ would. ``perform`` runs one step and returns its ``Outcome``.
 Faults (``fault``): ``{"kind": "crash", "step": i, "at": k}``,
 ``{"kind": "fail", "step": i, "at": k, "errno": "ENOSPC"}``,
 ``{"kind": "power_loss", "step": i, "model": "ordered", "point": p, "lost": [...],
-"cut": [[creator, kept], ...]}`` and ``{"kind": "recovery_crash", "step": i, "at": k,
-"recovery_at": j}``. After a faulted step the process "restarts": a fresh ``Workspace``
-is opened (its constructor recovers) before the next step.
+"cut": [[creator, kept], ...]}`` (optionally with ``"fail_at": k, "errno": "EIO"``: an
+injected error during the step, before the cut) and ``{"kind": "recovery_crash",
+"step": i, "at": k, "recovery_at": j}``. After a faulted step the process "restarts": a
+fresh ``Workspace`` is opened (its constructor recovers) before the next step.
 """
 
 from __future__ import annotations
