@@ -533,17 +533,19 @@ def _after_commit(
 ) -> None:
     """From the commit point on the change stands: nothing here undoes it."""
     fs, txn_id = workspace.fs, record.txn_id
-    durable = True
     try:
         fs.fsync_dir(workspace.journal_dir)
     except OSError as exc:
         # The files are published and durable, the commit record may not be. Keep the
         # backups (a lost commit record means recovery rolls back and needs them) and
-        # let recover() make the record durable before it removes them.
-        durable = False
+        # let recover() make the record durable before it removes them. Skip the commit
+        # hook too: if a power cut loses the record, recovery rolls back, and a snapshot
+        # confirmed here, or access records naming the new bytes, would outlive it.
+        # recover() confirms the snapshots of a transaction whose record survives.
         workspace.mark_needs_recovery(
             f"transaction {txn_id} is committed but its journal could not be synced: {exc}"
         )
+        return
     if on_committed is not None:
         try:
             on_committed(txn_id)
@@ -553,8 +555,6 @@ def _after_commit(
                 f"transaction {txn_id} is committed but its commit hook failed: {exc!r}"
             )
             return
-    if not durable:
-        return
     try:
         finish(fs, workspace.root, record)
         _journal.remove(fs, workspace.journal_dir, txn_id)
