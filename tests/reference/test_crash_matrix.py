@@ -34,11 +34,11 @@ import attrs
 import pytest
 
 from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, OpEvent, SimulatedCrash
-from editspec.reference import FileSystem, ToolError, Workspace, WorkspacePath
+from editspec.reference import FileSystem, ToolError, Workspace
 from editspec.reference._snapshots import _TEMP_PREFIX as SNAPSHOT_TEMP_PREFIX
 from editspec.reference._transaction import PlannedChange, commit
+from tests.reference.txn_helpers import SIDE_FILE, wpath
 
-SIDE_FILE = re.compile(r"\.[0-9a-f]{32}\.(stage|backup)$")
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EXDEV, errno.EROFS)
 
 State = tuple[dict[str, tuple[bytes, int]], frozenset[str]]
@@ -86,18 +86,6 @@ class Scenario:
             for path in self.before
             for i in range(1, path.count("/") + 1)
         )
-
-
-def wpath(ws: Workspace, relative: str) -> WorkspacePath:
-    real = os.path.join(ws.root, *relative.split("/"))
-    return WorkspacePath(
-        requested=relative,
-        logical=real,
-        real=real,
-        relative=relative,
-        crossed_link=False,
-        exists=os.path.lexists(real),
-    )
 
 
 def ten_file_update() -> Scenario:

@@ -6,66 +6,23 @@ import errno
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from editspec.fault_injection import CrashAt, FaultyFileSystem, OpEvent, OpRecord, SimulatedCrash
-from editspec.reference import FileSystem, ToolError, Workspace, WorkspacePath, _journal
+from editspec.reference import FileSystem, ToolError, Workspace, _journal
 from editspec.reference._transaction import PlannedChange, commit
-
-SIDE_FILE = re.compile(r"\.[0-9a-f]{32}\.(stage|backup)$")
-
-
-def wpath(ws: Workspace, relative: str) -> WorkspacePath:
-    real = os.path.join(ws.root, *relative.split("/"))
-    return WorkspacePath(
-        requested=relative,
-        logical=real,
-        real=real,
-        relative=relative,
-        crossed_link=False,
-        exists=os.path.lexists(real),
-    )
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
-
-
-def dirs(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_dir()}
-
-
-def leftovers(ws: Workspace) -> list[str]:
-    found = [name for _, _, names in os.walk(ws.root) for name in names if SIDE_FILE.search(name)]
-    if os.path.isdir(ws.journal_dir):
-        found += os.listdir(ws.journal_dir)
-    return found
-
-
-def write(root: Path, relative: str, data: bytes) -> None:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-class RecordingSnapshots:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def discard_transaction(self, txn_id: str) -> None:
-        self.calls.append(("discard", txn_id))
-
-    def confirm_transaction(self, txn_id: str) -> None:
-        self.calls.append(("confirm", txn_id))
-
+from tests.reference.txn_helpers import (
+    SIDE_FILE,
+    RecordingSnapshots,
+    dirs,
+    leftovers,
+    tree,
+    wpath,
+    write,
+)
 
 ChangesFor = Callable[[Workspace], list[PlannedChange]]
 Predicate = Callable[[OpRecord], bool]
