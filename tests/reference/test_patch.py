@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,11 +14,9 @@ from hypothesis import strategies as st
 
 from editspec.fault_injection import FailAt, FaultyFileSystem
 from editspec.reference import Limits, Session, ToolError, Workspace
+from tests.reference.txn_helpers import SIDE_OR_TEMP_FILE, leftovers, write
 
 from .patch_render import render_codex, render_unified
-
-SIDE_FILE = re.compile(r"\.[0-9a-f]{32}\.(stage|backup)$|\.editspec-[0-9a-f]+\.tmp$")
-
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -44,24 +41,6 @@ def tree(root: Path) -> dict[str, bytes | str | None]:
     return dict(sorted(found.items()))
 
 
-def leftovers(ws: Workspace) -> list[str]:
-    found = [
-        os.path.join(directory, name)
-        for directory, _, names in os.walk(ws.root)
-        for name in names
-        if SIDE_FILE.search(name)
-    ]
-    if os.path.isdir(ws.journal_dir):
-        found += os.listdir(ws.journal_dir)
-    return found
-
-
-def put(root: Path, relative: str, data: bytes) -> None:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
 def patch(*sections: str) -> str:
     return "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
 
@@ -79,7 +58,7 @@ def fails_unchanged(
         action()
     assert info.value.code == code, info.value
     assert tree(root) == before
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
     return info.value
 
 
@@ -97,9 +76,9 @@ def s1(ws: Workspace) -> Session:
 
 
 def test_add_update_delete_and_move_in_one_patch(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "upd.txt", b"alpha\nbeta\ngamma\n")
-    put(root, "del.txt", b"doomed\n")
-    put(root, "mv.txt", b"one\ntwo\n")
+    write(root, "upd.txt", b"alpha\nbeta\ngamma\n")
+    write(root, "del.txt", b"doomed\n")
+    write(root, "mv.txt", b"one\ntwo\n")
     for name in ("upd.txt", "del.txt", "mv.txt"):
         s1.read(name)
     result = s1.apply_patch(
@@ -145,11 +124,11 @@ def test_add_update_delete_and_move_in_one_patch(root: Path, ws: Workspace, s1: 
     assert "+zwei" in moved.diff
     assert result.transaction_id
     assert result.snapshot_created is False
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
 
 
 def test_pure_move_keeps_bytes_and_mode(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "bin.dat", b"\x00\x01\x02binary")
+    write(root, "bin.dat", b"\x00\x01\x02binary")
     os.chmod(root / "bin.dat", 0o751)
     s1.read("bin.dat")
     result = s1.apply_patch(patch("*** Update File: bin.dat\n*** Move to: sub/bin.dat\n"))
@@ -159,7 +138,7 @@ def test_pure_move_keeps_bytes_and_mode(root: Path, ws: Workspace, s1: Session) 
 
 
 def test_update_keeps_the_file_mode(root: Path, s1: Session) -> None:
-    put(root, "run.sh", b"#!/bin/sh\necho a\n")
+    write(root, "run.sh", b"#!/bin/sh\necho a\n")
     os.chmod(root / "run.sh", 0o755)
     s1.read("run.sh")
     s1.apply_patch(patch("*** Update File: run.sh\n@@\n-echo a\n+echo b\n"))
@@ -181,14 +160,14 @@ def test_update_keeps_the_file_mode(root: Path, s1: Session) -> None:
     ],
 )
 def test_text_format_is_kept(root: Path, s1: Session, original: bytes, expected: bytes) -> None:
-    put(root, "f.txt", original)
+    write(root, "f.txt", original)
     s1.read("f.txt")
     s1.apply_patch(patch("*** Update File: f.txt\n@@\n a\n-b\n+B\n c\n"))
     assert (root / "f.txt").read_bytes() == expected
 
 
 def test_unified_diff_goes_through_the_same_plan(root: Path, s1: Session) -> None:
-    put(root, "u.txt", b"1\n2\n3\n")
+    write(root, "u.txt", b"1\n2\n3\n")
     s1.read("u.txt")
     diff = "--- a/u.txt\n+++ b/u.txt\n@@ -1,3 +1,3 @@\n 1\n-2\n+two\n 3\n"
     result = s1.apply_patch(diff)
@@ -197,8 +176,8 @@ def test_unified_diff_goes_through_the_same_plan(root: Path, s1: Session) -> Non
 
 
 def test_written_files_count_as_read_afterwards(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
-    put(root, "gone.txt", b"x\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "gone.txt", b"x\n")
     s1.read("a.txt")
     s1.read("gone.txt")
     s1.apply_patch(
@@ -220,7 +199,7 @@ def test_written_files_count_as_read_afterwards(root: Path, ws: Workspace, s1: S
     # ... and a name that was deleted or moved away is forgotten.
     assert ws.access.get("s1", str(root / "gone.txt")) is None
     assert ws.access.get("s1", str(root / "n.txt")) is None
-    put(root, "n.txt", b"someone else's\n")
+    write(root, "n.txt", b"someone else's\n")
     fails_unchanged(ws, "NOT_READ", lambda: s1.apply_patch(patch("*** Delete File: n.txt\n")), root)
     # Another session's read does not count for this one.
     fails_unchanged(
@@ -235,7 +214,7 @@ def test_written_files_count_as_read_afterwards(root: Path, ws: Workspace, s1: S
 
 
 def test_syntax_error(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     fails_unchanged(ws, "PATCH_SYNTAX", lambda: s1.apply_patch("*** Begin Patch\nnonsense\n"), root)
 
 
@@ -249,8 +228,8 @@ def test_patch_over_the_size_limit(root: Path, state_dir: Path) -> None:
 def test_file_over_the_size_limit(root: Path, state_dir: Path) -> None:
     ws = Workspace(root, state_dir, Limits(edit_file_bytes=100))
     session = ws.session("s1")
-    put(root, "big.txt", b"line\n" * 30)
-    put(root, "small.txt", b"a\n")
+    write(root, "big.txt", b"line\n" * 30)
+    write(root, "small.txt", b"a\n")
     session.read("small.txt")
     fails_unchanged(
         ws,
@@ -281,7 +260,7 @@ def test_transaction_over_its_limit(root: Path, state_dir: Path) -> None:
 
 @pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd-editspec", "sub/../../x"])
 def test_paths_outside_the_workspace(root: Path, ws: Workspace, s1: Session, path: str) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     fails_unchanged(
         ws,
@@ -294,7 +273,7 @@ def test_paths_outside_the_workspace(root: Path, ws: Workspace, s1: Session, pat
 
 
 def test_move_outside_the_workspace(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     fails_unchanged(
         ws,
@@ -318,7 +297,7 @@ def test_symlink_escaping_the_root(root: Path, ws: Workspace, s1: Session, tmp_p
 
 
 def test_add_on_an_existing_file(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     fails_unchanged(
         ws, "ALREADY_EXISTS", lambda: s1.apply_patch(patch("*** Add File: a.txt\n+b\n")), root
@@ -326,8 +305,8 @@ def test_add_on_an_existing_file(root: Path, ws: Workspace, s1: Session) -> None
 
 
 def test_move_onto_an_existing_file(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
-    put(root, "b.txt", b"b\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "b.txt", b"b\n")
     s1.read("a.txt")
     fails_unchanged(
         ws,
@@ -341,7 +320,7 @@ def test_move_onto_an_existing_file(root: Path, ws: Workspace, s1: Session) -> N
     "section", ["*** Delete File: missing.txt\n", "*** Update File: missing.txt\n@@\n-a\n+b\n"]
 )
 def test_missing_file(root: Path, ws: Workspace, s1: Session, section: str) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     fails_unchanged(ws, "NOT_FOUND", lambda: s1.apply_patch(patch(section)), root)
 
 
@@ -353,14 +332,14 @@ def test_directory_is_not_a_file(root: Path, ws: Workspace, s1: Session) -> None
 
 
 def test_same_path_twice(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     text = patch("*** Update File: a.txt\n@@\n-a\n+b\n", "*** Delete File: a.txt\n")
     fails_unchanged(ws, "INVALID_ARGUMENT", lambda: s1.apply_patch(text), root)
 
 
 def test_same_file_twice_through_an_alias(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     (root / "alias.txt").symlink_to("a.txt")
     s1.read("a.txt")
     text = patch("*** Update File: a.txt\n@@\n-a\n+b\n", "*** Update File: alias.txt\n@@\n-a\n+c\n")
@@ -368,15 +347,15 @@ def test_same_file_twice_through_an_alias(root: Path, ws: Workspace, s1: Session
 
 
 def test_move_onto_its_own_path(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     text = patch("*** Update File: a.txt\n*** Move to: a.txt\n@@\n-a\n+b\n")
     fails_unchanged(ws, "INVALID_ARGUMENT", lambda: s1.apply_patch(text), root)
 
 
 def test_update_needs_a_read(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
-    put(root, "b.txt", b"b\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "b.txt", b"b\n")
     s1.read("a.txt")
     text = patch("*** Update File: a.txt\n@@\n-a\n+A\n", "*** Update File: b.txt\n@@\n-b\n+B\n")
     fails_unchanged(ws, "NOT_READ", lambda: s1.apply_patch(text), root)
@@ -393,16 +372,16 @@ def test_update_needs_a_read(root: Path, ws: Workspace, s1: Session) -> None:
 def test_every_changed_file_needs_a_full_read(
     root: Path, ws: Workspace, s1: Session, section: str
 ) -> None:
-    put(root, "a.txt", b"a\nmore\n")
+    write(root, "a.txt", b"a\nmore\n")
     s1.read("a.txt", start_line=1, end_line=1)  # partial
     fails_unchanged(ws, "NOT_READ", lambda: s1.apply_patch(patch(section)), root)
 
 
 def test_stale_read(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     stat_before = os.stat(root / "a.txt")
-    put(root, "a.txt", b"z\n")  # same size
+    write(root, "a.txt", b"z\n")  # same size
     os.utime(root / "a.txt", ns=(stat_before.st_atime_ns, stat_before.st_mtime_ns))
     fails_unchanged(
         ws, "STALE", lambda: s1.apply_patch(patch("*** Update File: a.txt\n@@\n-z\n+b\n")), root
@@ -410,7 +389,7 @@ def test_stale_read(root: Path, ws: Workspace, s1: Session) -> None:
 
 
 def test_binary_file(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "img.png", b"\x89PNG\r\n\x1a\n\x00\x00")
+    write(root, "img.png", b"\x89PNG\r\n\x1a\n\x00\x00")
     s1.read("img.png")
     fails_unchanged(
         ws, "BINARY", lambda: s1.apply_patch(patch("*** Update File: img.png\n@@\n-a\n+b\n")), root
@@ -418,7 +397,7 @@ def test_binary_file(root: Path, ws: Workspace, s1: Session) -> None:
 
 
 def test_notebook(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "nb.ipynb", b'{\n "cells": []\n}\n')
+    write(root, "nb.ipynb", b'{\n "cells": []\n}\n')
     s1.read("nb.ipynb")
     error = fails_unchanged(
         ws,
@@ -430,8 +409,8 @@ def test_notebook(root: Path, ws: Workspace, s1: Session) -> None:
 
 
 def test_context_that_does_not_match(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
-    put(root, "b.txt", b"b\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "b.txt", b"b\n")
     s1.read("a.txt")
     s1.read("b.txt")
     text = patch("*** Update File: a.txt\n@@\n-a\n+A\n", "*** Update File: b.txt\n@@\n-nope\n+B\n")
@@ -442,13 +421,13 @@ def test_a_file_changed_during_the_plan_is_stale(root: Path, ws: Workspace, s1: 
     """The re-verification under the locks catches a change after the plan was made."""
     from editspec.reference import _patch
 
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     real_plan = _patch.plan
 
     def plan_then_interfere(session: Session, ops: object) -> object:
         planned = real_plan(session, ops)  # type: ignore[arg-type]
-        put(root, "a.txt", b"external\n")
+        write(root, "a.txt", b"external\n")
         return planned
 
     _patch.plan = plan_then_interfere  # type: ignore[assignment]
@@ -459,15 +438,15 @@ def test_a_file_changed_during_the_plan_is_stale(root: Path, ws: Workspace, s1: 
         _patch.plan = real_plan
     assert info.value.code == "STALE"
     assert tree(root) == {"a.txt": b"external\n"}
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
 
 
 # -- snapshots -------------------------------------------------------------------------
 
 
 def test_snapshot_with_message_id(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
-    put(root, "b.txt", b"b\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "b.txt", b"b\n")
     s1.read("a.txt")
     s1.read("b.txt")
     result = s1.apply_patch(
@@ -494,7 +473,7 @@ def test_snapshot_with_message_id(root: Path, ws: Workspace, s1: Session) -> Non
 
 
 def test_no_snapshot_without_message_id(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     result = s1.apply_patch(patch("*** Update File: a.txt\n@@\n-a\n+A\n"))
     assert result.snapshot_created is False
@@ -502,7 +481,7 @@ def test_no_snapshot_without_message_id(root: Path, ws: Workspace, s1: Session) 
 
 
 def test_a_failed_plan_records_no_snapshot(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     fails_unchanged(
         ws,
@@ -516,8 +495,8 @@ def test_a_failed_plan_records_no_snapshot(root: Path, ws: Workspace, s1: Sessio
 @pytest.mark.parametrize("error", [errno.ENOSPC, errno.EIO])
 def test_a_snapshot_failure_aborts_the_patch(root: Path, state_dir: Path, error: int) -> None:
     """Any failure while creating the snapshots aborts before anything is published."""
-    put(root, "a.txt", b"a\n")
-    put(root, "b.txt", b"b\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "b.txt", b"b\n")
     text = patch("*** Update File: a.txt\n@@\n-a\n+A\n", "*** Delete File: b.txt\n")
     probe = FaultyFileSystem()
     ws = Workspace(root, state_dir / "probe", fs=probe)
@@ -535,8 +514,8 @@ def test_a_snapshot_failure_aborts_the_patch(root: Path, state_dir: Path, error:
         if op.index < first_journal_op and any("/snapshots/" in path for path in op.paths)
     ]
     assert len(snapshot_ops) > 5
-    put(root, "a.txt", b"a\n")
-    put(root, "b.txt", b"b\n")
+    write(root, "a.txt", b"a\n")
+    write(root, "b.txt", b"b\n")
     for n in snapshot_ops:
         fs = FaultyFileSystem()
         ws = Workspace(root, state_dir / f"fail{n}", fs=fs)
@@ -549,7 +528,7 @@ def test_a_snapshot_failure_aborts_the_patch(root: Path, state_dir: Path, error:
             session.apply_patch(text, message_id="m1")
         assert info.value.code == "IO_ERROR"
         assert tree(root) == before
-        assert leftovers(ws) == []
+        assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
         assert history_messages(ws) == []
         assert ws.snapshots.pending_transactions() == frozenset()
         temps = [p.name for p in (state_dir / f"fail{n}").rglob(".tmp-*")]
@@ -558,7 +537,7 @@ def test_a_snapshot_failure_aborts_the_patch(root: Path, state_dir: Path, error:
 
 def test_a_failed_confirm_is_finished_by_recovery(root: Path, state_dir: Path) -> None:
     """The snapshot is confirmed after the commit point; if that fails, recovery does it."""
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     text = patch("*** Update File: a.txt\n@@\n-a\n+A\n")
     probe = FaultyFileSystem()
     ws = Workspace(root, state_dir / "probe", fs=probe)
@@ -571,7 +550,7 @@ def test_a_failed_confirm_is_finished_by_recovery(root: Path, state_dir: Path) -
         if op.name == "rename" and "/_pending/" in op.paths[0] and "/_pending/" not in op.paths[1]
     ]
     assert len(confirm_ops) == 1
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     fs = FaultyFileSystem()
     ws = Workspace(root, state_dir / "run", fs=fs)
     session = ws.session("s1")
@@ -588,7 +567,7 @@ def test_a_failed_confirm_is_finished_by_recovery(root: Path, state_dir: Path) -
     report = ws.recover()
     assert report.rolled_forward == (result.transaction_id,)
     assert history_messages(ws) == ["m1"]  # ... and confirmed by recovery
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
     session.rewind("m1")
     assert (root / "a.txt").read_bytes() == b"a\n"
 
@@ -628,7 +607,7 @@ def test_round_trip(
     root = base / "ws"
     root.mkdir()
     for path, text in old.items():
-        put(root, path, text.encode())
+        write(root, path, text.encode())
     ws = Workspace(root, base / "state")
     session = ws.session("s1")
     for path in old:
@@ -640,13 +619,13 @@ def test_round_trip(
     session.rewind("m1")
     files = {p: data for p, data in tree(root).items() if isinstance(data, bytes)}
     assert files == {path: text.encode() for path, text in old.items()}
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
 
 
 def test_update_through_a_symlink_changes_the_target_and_keeps_the_link(
     root: Path, ws: Workspace, s1: Session
 ) -> None:
-    put(root, "real.txt", b"a\n")
+    write(root, "real.txt", b"a\n")
     (root / "alias.txt").symlink_to("real.txt")
     s1.read("alias.txt")
     result = s1.apply_patch(patch("*** Update File: alias.txt\n@@\n-a\n+b\n"))
@@ -661,14 +640,14 @@ def test_update_through_a_symlink_changes_the_target_and_keeps_the_link(
 def test_delete_or_move_of_a_symlink_is_refused(
     root: Path, ws: Workspace, s1: Session, section: str
 ) -> None:
-    put(root, "real.txt", b"a\n")
+    write(root, "real.txt", b"a\n")
     (root / "alias.txt").symlink_to("real.txt")
     s1.read("alias.txt")
     fails_unchanged(ws, "UNSUPPORTED", lambda: s1.apply_patch(patch(section)), root)
 
 
 def test_paths_through_a_linked_directory_are_fine(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "real/f.txt", b"a\n")
+    write(root, "real/f.txt", b"a\n")
     (root / "linked").symlink_to("real")
     s1.read("linked/f.txt")
     s1.apply_patch(patch("*** Delete File: linked/f.txt\n"))
@@ -676,7 +655,7 @@ def test_paths_through_a_linked_directory_are_fine(root: Path, ws: Workspace, s1
 
 
 def test_bad_arguments(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     text = patch("*** Update File: a.txt\n@@\n-a\n+b\n")
     fails_unchanged(ws, "INVALID_ARGUMENT", lambda: s1.apply_patch(b"x"), root)  # type: ignore[arg-type]

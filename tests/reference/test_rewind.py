@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +11,7 @@ import pytest
 
 from editspec.fault_injection import CrashAt, FaultyFileSystem, SimulatedCrash
 from editspec.reference import EditSpec, Session, ToolError, Workspace
-
-SIDE_FILE = re.compile(r"\.[0-9a-f]{32}\.(stage|backup)$|\.editspec-[0-9a-f]+\.tmp$")
+from tests.reference.txn_helpers import SIDE_OR_TEMP_FILE, leftovers, write
 
 Files = dict[str, bytes]
 
@@ -34,24 +32,6 @@ def mode(root: Path, relative: str) -> int:
     return os.stat(root / relative).st_mode & 0o7777
 
 
-def leftovers(ws: Workspace) -> list[str]:
-    found = [
-        os.path.join(directory, name)
-        for directory, _, names in os.walk(ws.root)
-        for name in names
-        if SIDE_FILE.search(name)
-    ]
-    if os.path.isdir(ws.journal_dir):
-        found += os.listdir(ws.journal_dir)
-    return found
-
-
-def put(root: Path, relative: str, data: bytes) -> None:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
 def patch(*sections: str) -> str:
     return "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
 
@@ -67,7 +47,7 @@ def five_messages(root: Path, session: Session) -> list[Files]:
     edits; m5 updates, deletes and updates the moved file (patch).
     """
     for path, data in INITIAL.items():
-        put(root, path, data)
+        write(root, path, data)
     os.chmod(root / "c.txt", 0o640)
     for path in INITIAL:
         session.read(path)
@@ -120,7 +100,7 @@ def fails_unchanged(ws: Workspace, root: Path, code: str, action: Callable[[], o
     assert info.value.code == code, info.value
     assert files(root) == before
     assert ws.snapshots.history("s1") == history
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
 
 
 # -- restoring -----------------------------------------------------------------------------
@@ -156,7 +136,7 @@ def test_rewind_restores_the_files_before_the_message(
         before, now = states[message - 1].get(restored.path), states[5].get(restored.path)
         expected = "deleted" if before is None else "recreated" if now is None else "restored"
         assert restored.action == expected
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
     # A second rewind to the same message has nothing left to do.
     assert s1.rewind(f"m{message}").restored == ()
     assert files(root) == states[message - 1]
@@ -221,7 +201,7 @@ def test_restored_files_count_as_read(root: Path, ws: Workspace, s1: Session) ->
 def test_a_message_with_only_failed_writes_leaves_nothing_to_undo(
     root: Path, ws: Workspace, s1: Session
 ) -> None:
-    put(root, "a.txt", b"a\n")
+    write(root, "a.txt", b"a\n")
     s1.read("a.txt")
     s1.write("a.txt", "b\n", message_id="m1")
     with pytest.raises(ToolError):
@@ -261,7 +241,7 @@ def test_external_change_after_the_last_change_is_a_conflict(
     root: Path, ws: Workspace, s1: Session
 ) -> None:
     states = five_messages(root, s1)
-    put(root, "c.txt", b"someone else\n")  # last changed by s1 in m4
+    write(root, "c.txt", b"someone else\n")  # last changed by s1 in m4
     for message in ("m1", "m3", "m4"):
         fails_unchanged(ws, root, "CONFLICT", lambda m=message: s1.rewind(m))  # type: ignore[misc]
     # A rewind that does not cover the file is not concerned.
@@ -275,13 +255,13 @@ def test_external_deletion_and_recreation_are_conflicts(
     five_messages(root, s1)
     os.unlink(root / "d.txt")  # created in m3, deleted by someone else
     fails_unchanged(ws, root, "CONFLICT", lambda: s1.rewind("m3"))
-    put(root, "d.txt", b"d3\n")
-    put(root, "new.txt", b"reappeared\n")  # deleted in m5, recreated by someone else
+    write(root, "d.txt", b"d3\n")
+    write(root, "new.txt", b"reappeared\n")  # deleted in m5, recreated by someone else
     fails_unchanged(ws, root, "CONFLICT", lambda: s1.rewind("m4"))
 
 
 def test_a_gap_in_the_history_is_a_conflict(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a0\n")
+    write(root, "a.txt", b"a0\n")
     s1.read("a.txt")
     s1.write("a.txt", "a1\n", message_id="m1")
     s1.write("a.txt", "unrecorded\n")  # no message: no snapshot
@@ -293,7 +273,7 @@ def test_a_gap_in_the_history_is_a_conflict(root: Path, ws: Workspace, s1: Sessi
 
 
 def test_a_gap_by_another_session_is_a_conflict(root: Path, ws: Workspace, s1: Session) -> None:
-    put(root, "a.txt", b"a0\n")
+    write(root, "a.txt", b"a0\n")
     s1.read("a.txt")
     s1.write("a.txt", "a1\n", message_id="m1")
     other = ws.session("s2")
@@ -306,7 +286,7 @@ def test_a_gap_by_another_session_is_a_conflict(root: Path, ws: Workspace, s1: S
 
 def test_a_conflict_on_one_file_changes_no_other(root: Path, ws: Workspace, s1: Session) -> None:
     five_messages(root, s1)
-    put(root, "dir/sub/b.txt", b"external\n")
+    write(root, "dir/sub/b.txt", b"external\n")
     fails_unchanged(ws, root, "CONFLICT", lambda: s1.rewind("m1"))
     assert (root / "a.txt").read_bytes() == b"a5\n"
 
@@ -335,11 +315,11 @@ def test_a_change_between_check_and_commit_is_a_conflict(
         restore = real_check(session, relative, entries)  # type: ignore[arg-type]
         if relative == victim:
             if interference == "modify":
-                put(root, victim, b"meanwhile\n")
+                write(root, victim, b"meanwhile\n")
             elif interference == "delete":
                 os.unlink(root / victim)
             else:
-                put(root, victim, b"appeared\n")  # the rewind recreates b.txt
+                write(root, victim, b"appeared\n")  # the rewind recreates b.txt
         return restore
 
     monkeypatch.setattr(_rewind, "_check_file", check_then_interfere)
@@ -356,7 +336,7 @@ def test_a_change_between_check_and_commit_is_a_conflict(
     assert {k: v for k, v in now.items() if k in ("a.txt", "b.txt")} == expected
     assert now["dir/sub/b.txt"] == b"b5\n"  # nothing else was restored
     assert ws.snapshots.history("s1") == history
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
 
 
 # -- crashes -------------------------------------------------------------------------------
@@ -399,7 +379,7 @@ def test_a_crash_at_any_step_of_a_rewind_recovers_all_before_or_all_after(
         recovered = Workspace(root, state)  # recovers on open
         now = files(root)
         assert now in (states[5], states[0]), f"crash at operation {n}: {now}"
-        assert leftovers(recovered) == [], f"crash at operation {n}"
+        assert leftovers(recovered, SIDE_OR_TEMP_FILE) == [], f"crash at operation {n}"
         session = recovered.session("s1")
         if now == states[0]:
             outcomes["after"] += 1
@@ -416,7 +396,7 @@ def test_a_crash_at_any_step_of_a_rewind_recovers_all_before_or_all_after(
 def test_changes_that_cancel_out_only_move_the_history(
     root: Path, ws: Workspace, s1: Session
 ) -> None:
-    put(root, "a.txt", b"a0\n")
+    write(root, "a.txt", b"a0\n")
     s1.read("a.txt")
     s1.write("a.txt", "a1\n", message_id="m1")
     s1.write("a.txt", "a0\n", message_id="m2")
@@ -425,7 +405,7 @@ def test_changes_that_cancel_out_only_move_the_history(
     assert files(root) == {"a.txt": b"a0\n"}
     assert ws.snapshots.history("s1").live == ()
     assert s1.rewind("m2").restored == ()
-    assert leftovers(ws) == []
+    assert leftovers(ws, SIDE_OR_TEMP_FILE) == []
 
 
 @pytest.mark.slow
