@@ -17,6 +17,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from editspec.spec.fixtures import CrashKit, Disk
@@ -187,6 +188,20 @@ def publish_index(trace: list[Any], published: frozenset[str] = PUBLISHED_NAMES)
         ):
             return int(call.index)
     return None
+
+
+def journal_dirs(disk: Disk) -> list[Path]:
+    """The per-workspace folders of the journal directory where DESIGN puts it
+    (``journal_layout``)."""
+    top = disk.state_dir / "journal"
+    return sorted(path for path in top.iterdir() if path.is_dir()) if top.is_dir() else []
+
+
+def journals(disk: Disk) -> list[Path]:
+    """The journal files in ``journal_dirs``."""
+    return sorted(
+        path for folder in journal_dirs(disk) for path in folder.glob("*.json") if path.is_file()
+    )
 
 
 def mentions(exc: BaseException, path: str) -> bool:

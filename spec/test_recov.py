@@ -30,21 +30,14 @@ from editspec.spec._txn_kit import (
     Runs,
     describe,
     expected_names,
+    journal_dirs,
+    journals,
     mentions,
     names,
     publish_index,
     steps,
 )
 from editspec.spec.contract import is_error_code
-
-
-def _journal_dirs(disk):
-    top = disk.state_dir / "journal"
-    return sorted(path for path in top.iterdir() if path.is_dir()) if top.is_dir() else []
-
-
-def _journals(disk):
-    return sorted(path for folder in _journal_dirs(disk) for path in folder.glob("*.json"))
 
 
 def _mid_publish(runs, disk):
@@ -55,7 +48,7 @@ def _mid_publish(runs, disk):
     assert runs.crashed_at(first + 1)
     actual = names(disk)
     assert actual not in (runs.before, runs.after), "the crash left no interrupted transaction"
-    found = _journals(disk)
+    found = journals(disk)
     assert len(found) == 1, f"one journal expected after the crash, found {found}"
     return found[0]
 
@@ -474,7 +467,7 @@ def test_journal_state_decides(disk, crash):
     states = set()
     for step in range(1, total + 1):
         assert runs.crashed_at(step)
-        found = _journals(disk)
+        found = journals(disk)
         state = None
         if found:
             assert len(found) == 1, found
@@ -508,5 +501,5 @@ def test_no_journal_after_recovery(disk, crash):
     for step in sorted({*range(1, total + 1, 3), total}):
         assert runs.crashed_at(step)
         runs.recovered()
-        left = [path.name for folder in _journal_dirs(disk) for path in folder.iterdir()]
+        left = [path.name for folder in journal_dirs(disk) for path in folder.iterdir()]
         assert not left, f"crash at step {step}: the journal directory still holds {left}"

@@ -31,19 +31,12 @@ from editspec.spec._txn_kit import (
     Runs,
     describe,
     expected_names,
+    journals,
     names,
     publish_index,
     steps,
 )
 from editspec.spec.contract import is_error_code
-
-
-def _journals(disk):
-    """The journal files where DESIGN puts them (``journal_layout``)."""
-    top = disk.state_dir / "journal"
-    if not top.is_dir():
-        return []
-    return sorted(path for path in top.glob("*/*.json") if path.is_file())
 
 
 @clause(
@@ -61,10 +54,7 @@ def test_crash_at_every_step(disk, crash):
     runs.warm_up()
     outcomes = {"before": 0, "after": 0}
     for step in steps():
-        session = runs.fresh()
-        with crash_at(step) as point:
-            session.apply_patch(PATCH)
-        if not point.crashed:
+        if not runs.crashed_at(step):
             assert names(disk) == runs.after
             break
         runs.recovered()
@@ -317,13 +307,10 @@ def test_journal_precedes_every_change(disk, crash):
     runs.warm_up()
     journaled = 0
     for step in steps():
-        session = runs.fresh()
-        with crash_at(step) as point:
-            session.apply_patch(PATCH)
-        if not point.crashed:
+        if not runs.crashed_at(step):
             break
         if names(disk) not in (runs.before, runs.after):
-            found = _journals(disk)
+            found = journals(disk)
             assert len(found) == 1, (
                 f"crash at step {step}: the root changed, but the journals are {found}"
             )
