@@ -342,6 +342,34 @@ class WorkspaceMachine(RuleBasedStateMachine):
         if read_first and self.model.canonical(self.model_path(path)) in self.model.files:
             self.read(session, path)
 
+    def write_rule(self, session: str, read_first: bool, path: str, text: str) -> None:
+        """The body of a machine's ``write`` rule (its paths are the machine's own)."""
+        self.maybe_read(session, path, read_first)
+        self.engine(
+            write_step(session, path, text),
+            lambda m: m.write(session, self.model_path(path), text.encode("utf-8")),
+        )
+
+    def edit_rule(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
+        """The body of a machine's ``edit`` rule."""
+        self.maybe_read(session, path, read_first)
+        old, new = self.draw_edit(data, path)
+        self.engine(
+            edit_step(session, path, old, new),
+            lambda m: m.edit(session, self.model_path(path), old, new),
+        )
+
+    def crash_during_write_rule(
+        self, session: str, read_first: bool, path: str, text: str, at: float
+    ) -> None:
+        """The body of a machine's ``crash_during_write`` rule."""
+        self.maybe_read(session, path, read_first)
+        self.crash(
+            write_step(session, path, text),
+            lambda m: m.write(session, self.model_path(path), text.encode("utf-8")),
+            at,
+        )
+
     # -- shared rules --------------------------------------------------------------------
 
     @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))

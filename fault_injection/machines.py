@@ -68,10 +68,7 @@ class EditSequenceMachine(WorkspaceMachine):
         text=contents,
     )
     def write(self, session: str, read_first: bool, path: str, text: str) -> None:
-        self.maybe_read(session, path, read_first)
-        self.engine(
-            write_step(session, path, text), lambda m: m.write(session, path, text.encode("utf-8"))
-        )
+        self.write_rule(session, read_first, path, text)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -80,9 +77,7 @@ class EditSequenceMachine(WorkspaceMachine):
         data=st.data(),
     )
     def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
-        self.maybe_read(session, path, read_first)
-        old, new = self.draw_edit(data, path)
-        self.engine(edit_step(session, path, old, new), lambda m: m.edit(session, path, old, new))
+        self.edit_rule(session, read_first, path, data)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -94,12 +89,7 @@ class EditSequenceMachine(WorkspaceMachine):
     def crash_during_write(
         self, session: str, read_first: bool, path: str, text: str, at: float
     ) -> None:
-        self.maybe_read(session, path, read_first)
-        self.crash(
-            write_step(session, path, text),
-            lambda m: m.write(session, path, text.encode("utf-8")),
-            at,
-        )
+        self.crash_during_write_rule(session, read_first, path, text, at)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -323,10 +313,7 @@ class AliasMachine(WorkspaceMachine):
         text=contents,
     )
     def write(self, session: str, read_first: bool, path: str, text: str) -> None:
-        self.maybe_read(session, path, read_first)
-        self.engine(
-            write_step(session, path, text), lambda m: m.write(session, path, text.encode("utf-8"))
-        )
+        self.write_rule(session, read_first, path, text)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -335,9 +322,7 @@ class AliasMachine(WorkspaceMachine):
         data=st.data(),
     )
     def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
-        self.maybe_read(session, path, read_first)
-        old, new = self.draw_edit(data, path)
-        self.engine(edit_step(session, path, old, new), lambda m: m.edit(session, path, old, new))
+        self.edit_rule(session, read_first, path, data)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -349,12 +334,7 @@ class AliasMachine(WorkspaceMachine):
     def crash_during_write(
         self, session: str, read_first: bool, path: str, text: str, at: float
     ) -> None:
-        self.maybe_read(session, path, read_first)
-        self.crash(
-            write_step(session, path, text),
-            lambda m: m.write(session, path, text.encode("utf-8")),
-            at,
-        )
+        self.crash_during_write_rule(session, read_first, path, text, at)
 
     @invariant()
     def links_stay_what_they_were(self) -> None:
@@ -384,11 +364,7 @@ class CaseAliasMachine(WorkspaceMachine):
         text=contents,
     )
     def write(self, session: str, read_first: bool, path: str, text: str) -> None:
-        self.maybe_read(session, path, read_first)
-        self.engine(
-            write_step(session, path, text),
-            lambda m: m.write(session, _fold(path), text.encode("utf-8")),
-        )
+        self.write_rule(session, read_first, path, text)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -397,11 +373,7 @@ class CaseAliasMachine(WorkspaceMachine):
         data=st.data(),
     )
     def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
-        self.maybe_read(session, path, read_first)
-        old, new = self.draw_edit(data, path)
-        self.engine(
-            edit_step(session, path, old, new), lambda m: m.edit(session, _fold(path), old, new)
-        )
+        self.edit_rule(session, read_first, path, data)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -413,12 +385,7 @@ class CaseAliasMachine(WorkspaceMachine):
     def crash_during_write(
         self, session: str, read_first: bool, path: str, text: str, at: float
     ) -> None:
-        self.maybe_read(session, path, read_first)
-        self.crash(
-            write_step(session, path, text),
-            lambda m: m.write(session, _fold(path), text.encode("utf-8")),
-            at,
-        )
+        self.crash_during_write_rule(session, read_first, path, text, at)
 
 
 def _fold(path: str) -> str:
