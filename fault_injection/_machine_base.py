@@ -375,7 +375,7 @@ class WorkspaceMachine(RuleBasedStateMachine):
     @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
     def read(self, session: str, path: str) -> None:
         step = {"call": "read", "session": session, "path": path}
-        self.engine(step, lambda m: m.read(session, path))
+        self.engine(step, lambda m: m.read(session, self.model_path(path)))
 
     @precondition(lambda self: bool(self.model.files))
     @rule(data=st.data(), keep_size_and_mtime=st.booleans())

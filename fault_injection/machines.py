@@ -29,6 +29,7 @@ is overwritten while Hypothesis shrinks, so it ends as the shortest failing exam
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
@@ -47,6 +48,8 @@ from editspec.fault_injection._machine_base import (
     write_step,
 )
 
+Rule = Callable[..., None]
+
 __all__ = [
     "MACHINES",
     "AliasMachine",
@@ -58,38 +61,54 @@ __all__ = [
 ]
 
 
-class EditSequenceMachine(WorkspaceMachine):
-    """Writes and edits by two sessions against external writers, with faults."""
+def path_rules(paths: tuple[str, ...]) -> tuple[Rule, Rule, Rule, Rule]:
+    """The ``read``, ``write``, ``edit`` and ``crash_during_write`` rules drawing from
+    ``paths``: a machine with paths of its own makes its own rules from them (the model
+    names each path through the machine's ``model_path``)."""
+
+    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
+    def read(self: WorkspaceMachine, session: str, path: str) -> None:
+        WorkspaceMachine.read(self, session, path)
 
     @rule(
         session=st.sampled_from(SESSIONS),
         read_first=reads_first,
-        path=st.sampled_from(WorkspaceMachine.paths),
+        path=st.sampled_from(paths),
         text=contents,
     )
-    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
+    def write(self: WorkspaceMachine, session: str, read_first: bool, path: str, text: str) -> None:
         self.write_rule(session, read_first, path, text)
 
     @rule(
         session=st.sampled_from(SESSIONS),
         read_first=reads_first,
-        path=st.sampled_from(WorkspaceMachine.paths),
+        path=st.sampled_from(paths),
         data=st.data(),
     )
-    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
+    def edit(
+        self: WorkspaceMachine, session: str, read_first: bool, path: str, data: st.DataObject
+    ) -> None:
         self.edit_rule(session, read_first, path, data)
 
     @rule(
         session=st.sampled_from(SESSIONS),
         read_first=reads_first,
-        path=st.sampled_from(WorkspaceMachine.paths),
+        path=st.sampled_from(paths),
         text=contents,
         at=crash_points,
     )
     def crash_during_write(
-        self, session: str, read_first: bool, path: str, text: str, at: float
+        self: WorkspaceMachine, session: str, read_first: bool, path: str, text: str, at: float
     ) -> None:
         self.crash_during_write_rule(session, read_first, path, text, at)
+
+    return read, write, edit, crash_during_write
+
+
+class EditSequenceMachine(WorkspaceMachine):
+    """Writes and edits by two sessions against external writers, with faults."""
+
+    write, edit, crash_during_write = path_rules(WorkspaceMachine.paths)[1:]
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -301,40 +320,7 @@ class AliasMachine(WorkspaceMachine):
             }
         )
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
-    def read(self, session: str, path: str) -> None:
-        step = {"call": "read", "session": session, "path": path}
-        self.engine(step, lambda m: m.read(session, path))
-
-    @rule(
-        session=st.sampled_from(SESSIONS),
-        read_first=reads_first,
-        path=st.sampled_from(paths),
-        text=contents,
-    )
-    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
-        self.write_rule(session, read_first, path, text)
-
-    @rule(
-        session=st.sampled_from(SESSIONS),
-        read_first=reads_first,
-        path=st.sampled_from(paths),
-        data=st.data(),
-    )
-    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
-        self.edit_rule(session, read_first, path, data)
-
-    @rule(
-        session=st.sampled_from(SESSIONS),
-        read_first=reads_first,
-        path=st.sampled_from(paths),
-        text=contents,
-        at=crash_points,
-    )
-    def crash_during_write(
-        self, session: str, read_first: bool, path: str, text: str, at: float
-    ) -> None:
-        self.crash_during_write_rule(session, read_first, path, text, at)
+    read, write, edit, crash_during_write = path_rules(paths)
 
     @invariant()
     def links_stay_what_they_were(self) -> None:
@@ -352,40 +338,7 @@ class CaseAliasMachine(WorkspaceMachine):
     def model_path(self, path: str) -> str:
         return _fold(path)
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths))
-    def read(self, session: str, path: str) -> None:
-        step = {"call": "read", "session": session, "path": path}
-        self.engine(step, lambda m: m.read(session, _fold(path)))
-
-    @rule(
-        session=st.sampled_from(SESSIONS),
-        read_first=reads_first,
-        path=st.sampled_from(paths),
-        text=contents,
-    )
-    def write(self, session: str, read_first: bool, path: str, text: str) -> None:
-        self.write_rule(session, read_first, path, text)
-
-    @rule(
-        session=st.sampled_from(SESSIONS),
-        read_first=reads_first,
-        path=st.sampled_from(paths),
-        data=st.data(),
-    )
-    def edit(self, session: str, read_first: bool, path: str, data: st.DataObject) -> None:
-        self.edit_rule(session, read_first, path, data)
-
-    @rule(
-        session=st.sampled_from(SESSIONS),
-        read_first=reads_first,
-        path=st.sampled_from(paths),
-        text=contents,
-        at=crash_points,
-    )
-    def crash_during_write(
-        self, session: str, read_first: bool, path: str, text: str, at: float
-    ) -> None:
-        self.crash_during_write_rule(session, read_first, path, text, at)
+    read, write, edit, crash_during_write = path_rules(paths)
 
 
 def _fold(path: str) -> str:
