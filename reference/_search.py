@@ -35,7 +35,12 @@ expanded first.
 Backends (``Workspace.grep_backend``): "python", "rg" (ripgrep required: UNSUPPORTED
 without it, IO_ERROR if it fails) and "auto" (ripgrep when it is installed and the
 pattern has required literals, the Python backend otherwise and whenever ripgrep fails).
-Both search the same candidate list and return identical results; see ``_grep_rg``.
+Both return identical results: ripgrep searches the walk's candidate list, or walks the
+tree itself where its walk provably keeps the same files; see ``_grep_rg``.
+
+Speed: Glob stats only the entries it returns (their mtimes order the result); with
+ripgrep walking the tree, Grep stats candidates only when ripgrep's count of files
+searched says some were over the size limit (``Candidates``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import attrs
@@ -50,7 +56,8 @@ import pathspec
 
 from editspec.reference import _errors, _grep_py, _grep_rg, _wildmatch
 from editspec.reference._errors import ToolError
-from editspec.reference._grep_query import FileGroup, compile_query
+from editspec.reference._fs import FileSystem
+from editspec.reference._grep_query import FileGroup, GrepQuery, compile_query
 from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
 from editspec.reference._walk import SearchTree
 
@@ -235,23 +242,34 @@ def glob(
         ):
             if regex is None or not entries:
                 continue
-            append = out.append
-            for entry in entries:
-                name = entry.name
-                if not everything and regex(prefix + name) is None:
-                    continue
-                try:
-                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
-                except OSError:
-                    continue  # gone since it was listed
-                append((-mtime, shown + name))
+            if not everything:
+                entries = [entry for entry in entries if regex(prefix + entry.name) is not None]
+            try:
+                out.extend(
+                    [
+                        (-entry.stat(follow_symlinks=False).st_mtime_ns, shown + entry.name)
+                        for entry in entries
+                    ]
+                )
+            except OSError:
+                out.extend(_stamped(entries, shown))
     files, dirs = found
     files.sort()
     dirs.sort()
     ordered = files + dirs
     truncated = limit is not None and len(ordered) > limit
-    paths = tuple(item[1] for item in (ordered[:limit] if truncated else ordered))
+    paths = tuple(map(itemgetter(1), ordered[:limit] if truncated else ordered))
     return GlobResult(paths=paths, truncated=truncated, total_matches=len(paths))
+
+
+def _stamped(entries: list[os.DirEntry[str]], shown: str) -> Iterator[tuple[int, str]]:
+    """(-mtime, path) of each entry, one by one, skipping those gone since the listing."""
+    for entry in entries:
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+        except OSError:
+            continue
+        yield -mtime, shown + entry.name
 
 
 # -- why_ignored -----------------------------------------------------------------------
@@ -330,7 +348,13 @@ def _include(include: object) -> pathspec.GitIgnoreSpec | None:
 
 class Candidates:
     """The files to search, grouped by directory, produced as the walk goes (so that
-    ripgrep can start on the first groups while later directories are still listed)."""
+    ripgrep can start on the first groups while later directories are still listed).
+
+    Two steps: the walk lists the candidates (ignore rules and ``include`` applied), then
+    each is ``lstat``ed for the size limit. ``listed()`` runs only the first step, for the
+    tree mode of the ripgrep backend, which needs no sizes while ripgrep's count of files
+    searched equals the number listed.
+    """
 
     def __init__(
         self,
@@ -348,6 +372,10 @@ class Candidates:
         self.groups: list[FileGroup] = []
         self.searched = 0
         self.too_large = 0
+        # Listed groups: (directory path, root-relative directory, entries, reported prefix).
+        self._listed: list[tuple[str, str, list[os.DirEntry[str]], str]] = []
+        self._listed_count = 0
+        self._listing = self._list()
         self._walk = self._produce()
 
     def __iter__(self) -> Iterator[FileGroup]:
@@ -362,21 +390,40 @@ class Candidates:
             pass
         return self.groups
 
-    def _produce(self) -> Iterator[FileGroup]:
+    def listed(self) -> int:
+        """Walk to the end without the size step; the number of candidates listed."""
+        for _ in self._lists():
+            pass
+        return self._listed_count
+
+    def _lists(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
+        yield from list(self._listed)
+        for item in self._listing:
+            self._listed.append(item)
+            self._listed_count += len(item[2])
+            yield item
+
+    def _list(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
         root = self.root
-        if not root.is_dir:
-            yield from self._single_file()
-            return
         include = None if self.include is None else self.include.match_file
-        max_bytes = self.max_bytes
         for batch in self.tree.walk(root.relative, check=self.check):
             below = _below(root, batch.directory)
             prefix = below + "/" if below else ""
+            entries = batch.files
+            if include is not None:
+                entries = [entry for entry in entries if include(prefix + entry.name)]
+            if entries:
+                reported = "/".join(part for part in (root.reported, below) if part)
+                yield batch.path, batch.directory, entries, reported + "/" if reported else ""
+
+    def _produce(self) -> Iterator[FileGroup]:
+        if not self.root.is_dir:
+            yield from self._single_file()
+            return
+        max_bytes = self.max_bytes
+        for path, directory, entries, reported in self._lists():
             names: list[str] = []
-            for entry in batch.files:
-                name = entry.name
-                if include is not None and not include(prefix + name):
-                    continue
+            for entry in entries:
                 try:
                     size = entry.stat(follow_symlinks=False).st_size
                 except OSError:
@@ -384,13 +431,10 @@ class Candidates:
                 if size > max_bytes:
                     self.too_large += 1
                     continue
-                names.append(name)
+                names.append(entry.name)
             if names:
                 self.searched += len(names)
-                reported = "/".join(part for part in (root.reported, below) if part)
-                yield FileGroup(
-                    batch.path, batch.directory, names, reported + "/" if reported else ""
-                )
+                yield FileGroup(path, directory, names, reported)
 
     def _single_file(self) -> Iterator[FileGroup]:
         root = self.root
@@ -404,6 +448,76 @@ class Candidates:
             return
         self.searched += 1
         yield FileGroup(os.path.dirname(root.absolute), directory, [name], "", root.display)
+
+
+def _tree_mode(
+    workspace: Workspace,
+    root: SearchRoot,
+    include: pathspec.GitIgnoreSpec | None,
+    tree: SearchTree,
+) -> bool:
+    """Whether ripgrep may walk the search root itself (``_grep_rg.search_tree``): a
+    directory, no ``include`` (``pathspec`` semantics), the engine's state directory not
+    below it, and a file-system port that is the operating system's own, unwrapped (a
+    wrapped port must see every read of the search)."""
+    state = tree.state_relative
+    return (
+        _grep_rg.RG_WALKS
+        and root.is_dir
+        and include is None
+        and type(workspace.fs) is FileSystem
+        and (state is None or not _is_below(state, root.relative))
+    )
+
+
+def _is_below(path: str, directory: str) -> bool:
+    """Whether root-relative ``path`` is ``directory`` or lies below it."""
+    return not directory or path == directory or path.startswith(directory + "/")
+
+
+def _search_tree(
+    workspace: Workspace,
+    query: GrepQuery,
+    root: SearchRoot,
+    tree: SearchTree,
+    candidates: Candidates,
+    executable: str,
+    check: Callable[[], None],
+) -> list[GrepMatch] | None:
+    """Grep with ripgrep walking the tree itself while the engine's walk lists the
+    candidates; None when the two walks may differ (then the file-list mode runs).
+
+    The engine's walk is still needed: it proves ripgrep applies the same ignore rules
+    (``_grep_rg.walks_alike``) and counts the candidates. When ripgrep searched as many
+    files as were listed, none was over the size limit; otherwise the candidates are
+    sized, and a count that still differs (the tree changed meanwhile) falls back.
+    """
+
+    def walk(given: list[str]) -> int | None:
+        listed = candidates.listed()
+        return listed if _grep_rg.walks_alike(tree, root.relative, given) else None
+
+    try:
+        found = _grep_rg.search_tree(
+            tree.fs,
+            query,
+            workspace.root,
+            root.relative,
+            root.reported,
+            workspace.limits.grep_file_bytes,
+            executable,
+            check,
+            walk,
+        )
+    except _grep_rg.RipgrepFailed:
+        return None  # the file-list mode decides what ripgrep's failure means
+    if found is None:
+        return None
+    if found.searched == candidates.listed():
+        candidates.searched = found.searched
+        return found.matches
+    candidates.all()
+    return found.matches if candidates.searched == found.searched else None
 
 
 def grep(
@@ -440,7 +554,12 @@ def grep(
         raise ToolError(_errors.UNSUPPORTED, "ripgrep (rg) is not installed")
     if executable is not None and (mode == "rg" or query.rg_literals):
         try:
-            matches = _grep_rg.search(tree.fs, query, candidates, workspace.root, executable, check)
+            if _tree_mode(workspace, root, include_spec, tree):
+                matches = _search_tree(workspace, query, root, tree, candidates, executable, check)
+            if matches is None:
+                matches = _grep_rg.search(
+                    tree.fs, query, candidates, workspace.root, executable, check
+                )
             backend = "rg"
         except _grep_rg.RipgrepFailed as exc:
             if mode == "rg":

@@ -386,6 +386,7 @@ def test_a_file_that_vanishes_before_ripgrep_reads_it_is_skipped(
     root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_tree(root, {"gone": "TODO\n", "kept": "TODO\n"})
+    monkeypatch.setattr(_grep_rg, "RG_WALKS", False)  # the file-list mode
     original = _grep_rg._run
 
     def run(command: list[str], cwd: str, check: Any, stop: threading.Event) -> bytes:
@@ -405,6 +406,7 @@ def test_many_ripgrep_batches_give_the_same_result(
 ) -> None:
     make_tree(root, {"d": {f"f{i:02}": f"TODO {i}\n" for i in range(10)}, "g": "TODO g\n"})
     monkeypatch.setattr(_grep_rg, "_BATCH_FILES", 3)
+    monkeypatch.setattr(_grep_rg, "RG_WALKS", False)  # the file-list mode
     calls: list[int] = []
     original = _grep_rg._run
 
@@ -428,6 +430,390 @@ def test_auto_uses_ripgrep_when_the_pattern_has_literals(root: Path, workspace: 
     assert session.grep(r"\d+").backend == "python"
     workspace.grep_backend = "rg"
     assert hits(session.grep(r"\d+")) == [("f", 1, 6, "TODO 12")]
+
+
+# -- ripgrep walking the tree itself ------------------------------------------------------
+
+needs_rg = pytest.mark.skipif(not HAVE_RG, reason="no rg")
+
+
+@pytest.fixture
+def tree_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each ripgrep search walked the tree itself (True) or fell back."""
+    found: list[bool] = []
+    original = _grep_rg.search_tree
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        found.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_grep_rg, "search_tree", spy)
+    return found
+
+
+def both(workspace: Workspace, pattern: str, **kw: Any) -> dict[str, Any]:
+    """The result of each backend, the rg one last."""
+    results = {}
+    for name in ("python", "rg"):
+        workspace.grep_backend = name
+        result = workspace.session("s").grep(pattern, **kw)
+        results[name] = (hits(result), result.files_searched, result.files_skipped_too_large)
+    return results
+
+
+@needs_rg
+def test_ripgrep_walks_the_tree_itself_when_its_rules_read_alike(
+    root: Path, workspace: Workspace, tree_modes: list[bool]
+) -> None:
+    make_tree(
+        root,
+        {
+            ".gitignore": "*.log\n!keep.log\nbuild/\n/top.txt\n# comment\n",
+            "a.log": "TODO\n",
+            "keep.log": "TODO keep\n",
+            "top.txt": "TODO\n",
+            "build": {"x": "TODO\n"},
+            "src": {".gitignore": "*.tmp\n", "b.tmp": "TODO\n", "top.txt": "TODO src\n"},
+            "empty": "",
+        },
+    )
+    results = both(workspace, "TODO")
+    assert results["rg"] == results["python"]
+    assert results["rg"][0] == [("keep.log", 1, 1, "TODO keep"), ("src/top.txt", 1, 1, "TODO src")]
+    assert tree_modes == [True]
+
+
+@needs_rg
+def test_a_search_below_the_root_gives_ripgrep_the_roots_ignore_files(
+    root: Path, workspace: Workspace, tree_modes: list[bool]
+) -> None:
+    make_tree(
+        root,
+        {
+            ".gitignore": "*.log\n/sub/top.txt\n",
+            ".git": {"info": {"exclude": "*.tmp\n"}},
+            "sub": {"a.log": "TODO\n", "b.tmp": "TODO\n", "top.txt": "TODO\n", "c": "TODO c\n"},
+        },
+    )
+    results = both(workspace, "TODO", path="sub")
+    assert results["rg"] == results["python"] == ([("sub/c", 1, 1, "TODO c")], 1, 0)
+    assert tree_modes == [True]
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        # Bracket expressions: git's and ripgrep's syntax differ.
+        ({".gitignore": "[ab].log\n", "a.log": "TODO\n", "c.log": "TODO\n"}, None),
+        # A symlinked .gitignore: git does not read it, ripgrep would.
+        ({"rules": "*.log\n", ".gitignore": Link("rules"), "a.log": "TODO\n"}, None),
+        # A directory named .gitignore.
+        ({"sub": {".gitignore": {"x": "TODO\n"}, "a": "TODO\n"}}, None),
+        # A repository below the root: ripgrep would read its .git/info/exclude.
+        ({"sub": {".git": {"info": {"exclude": "*.txt\n"}}, "a.txt": "TODO\n"}}, None),
+        # Rules between the root and the search root cannot be given to ripgrep.
+        ({"a": {".gitignore": "*.log\n", "b": {"x.log": "TODO\n", "y": "TODO\n"}}}, "a/b"),
+    ],
+)
+def test_trees_ripgrep_would_walk_differently_are_searched_from_the_list(
+    root: Path, workspace: Workspace, tree_modes: list[bool], spec: dict[str, Any], path: Any
+) -> None:
+    make_tree(root, spec)
+    results = both(workspace, "TODO", path=path)
+    assert results["rg"] == results["python"]
+    assert results["rg"][0]  # something was found
+    assert tree_modes == [False]
+
+
+@needs_rg
+def test_ignore_files_above_the_root_do_not_matter(tmp_path: Path, tree_modes: list[bool]) -> None:
+    outer = tmp_path / "outer"
+    make_tree(outer, {".gitignore": "*\n", ".git": {"info": {"exclude": "*\n"}}})
+    make_tree(outer / "ws", {"a": {"f": "TODO\n"}})
+    workspace = Workspace(outer / "ws", tmp_path / "state")
+    assert both(workspace, "TODO")["rg"][0] == [("a/f", 1, 1, "TODO")]
+    assert both(workspace, "TODO", path="a")["rg"][0] == [("a/f", 1, 1, "TODO")]
+    assert tree_modes == [True, True]
+
+
+@needs_rg
+def test_a_state_directory_inside_the_root_keeps_the_file_list(
+    root: Path, tree_modes: list[bool]
+) -> None:
+    make_tree(root, {"f": "TODO\n"})
+    workspace = Workspace(root, root / ".state")
+    workspace.session("s").write("g", "TODO g\n")  # the state directory fills up
+    assert both(workspace, "TODO")["rg"][0] == [("f", 1, 1, "TODO"), ("g", 1, 1, "TODO g")]
+    assert tree_modes == []
+
+
+@needs_rg
+def test_files_over_the_limit_are_counted_in_the_tree_mode(
+    root: Path, state_dir: Path, tree_modes: list[bool]
+) -> None:
+    make_tree(root, {"small": "TODO\n", "d": {"big": "TODO " * 10 + "\n", "big2": "x" * 50}})
+    workspace = Workspace(root, state_dir, Limits(grep_file_bytes=20))
+    results = both(workspace, "TODO")
+    assert results["rg"] == results["python"] == ([("small", 1, 1, "TODO")], 1, 2)
+    assert tree_modes == [True]
+
+
+@needs_rg
+def test_nothing_to_search_needs_no_ripgrep_result(
+    root: Path, workspace: Workspace, tree_modes: list[bool]
+) -> None:
+    make_tree(root, {".gitignore": "*\n", "a": "TODO\n"})
+    results = both(workspace, "TODO")
+    assert results["rg"] == results["python"] == ([], 0, 0)
+    assert tree_modes == [True]
+
+
+@needs_rg
+def test_names_and_lines_that_are_not_utf8(
+    root: Path, workspace: Workspace, tree_modes: list[bool]
+) -> None:
+    import os
+
+    make_tree(root, {"d": {}})
+    for name in (b"caf\xe9", b"d/\xff\xfe", b'q"uote\\'):
+        with open(os.path.join(os.fsencode(root), name), "wb") as file:
+            file.write(b'TODO \xe9\t"x"\\\r\nok\n')
+    results = both(workspace, "TODO")
+    assert results["rg"] == results["python"]
+    assert len(results["rg"][0]) == 3
+    assert tree_modes == [True]
+
+
+@pytest.mark.parametrize("walks", [True, False])
+def test_a_file_of_nothing_but_a_bom_has_no_line(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, walks: bool
+) -> None:
+    monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
+    make_tree(root, {"bom": b"\xef\xbb\xbf", "bom-newline": b"\xef\xbb\xbf\n"})
+    results = both(workspace, "^$") if HAVE_RG else {"python": None}
+    assert results["python"] == ([("bom-newline", 1, 1, "")], 2, 0)
+    assert results.get("rg", results["python"]) == results["python"]
+
+
+@pytest.mark.parametrize("walks", [True, False])
+def test_lines_with_a_literal_that_do_not_match_are_dropped(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, walks: bool
+) -> None:
+    monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
+    make_tree(root, {"f": "TODO x\nTODO 7\n"})
+    results = both(workspace, r"TODO \d") if HAVE_RG else {"python": None}
+    assert results["python"] == ([("f", 2, 1, "TODO 7")], 1, 0)
+    assert results.get("rg", results["python"]) == results["python"]
+
+
+@pytest.fixture
+def wrapped_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """ripgrep, except that in the tree mode (``--json``) a script answers instead."""
+    real = _grep_rg.find_rg()
+
+    def install(script: str) -> None:
+        path = tmp_path / "wrapped-rg"
+        path.write_text(
+            f'#!/bin/sh\ncase " $* " in *" --json "*)\n{script}\nexit $?\nesac\n'
+            f'exec "{real}" "$@"\n'
+        )
+        path.chmod(0o755)
+        monkeypatch.setattr(_grep_rg, "find_rg", lambda: str(path))
+
+    return install
+
+
+def prints(*messages: object) -> str:
+    """A shell command printing these JSON messages (strings as they are), one a line."""
+    import json
+    import shlex
+
+    lines = [m if isinstance(m, str) else json.dumps(m, separators=(",", ":")) for m in messages]
+    return "printf '%s\\n' " + " ".join(shlex.quote(line) for line in lines)
+
+
+def _match(path: object, line: object, number: object = 1) -> dict[str, Any]:
+    return {"type": "match", "data": {"path": path, "lines": line, "line_number": number}}
+
+
+SUMMARY = {"type": "summary", "data": {"stats": {"searches": 1}}}
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "script",
+    [
+        # A count of files searched that is not the walk's.
+        prints({"type": "summary", "data": {"stats": {"searches": 99}}}),
+        # A path outside the search root, or not a path the walk could give.
+        prints(_match({"text": "../f"}, {"text": "TODO\n"}), SUMMARY),
+        prints(_match({"text": "a//f"}, {"text": "x"}), SUMMARY),
+        # Not what was asked for.
+        prints("f:1:TODO"),
+        prints({"type": "summary"}),
+        prints({"type": "context", "data": {}}),
+        prints(_match({"bytes": "%%%"}, {"text": "x"}), SUMMARY),
+        prints(_match({"bytes": 5}, {"text": "x"}), SUMMARY),
+        prints(_match({"text": "f"}, {"text": "x"}, "1"), SUMMARY),
+        prints(_match({"text": "f"}, ["x"]), SUMMARY),
+        # No summary, a warning, a failure.
+        "true",
+        prints(SUMMARY) + "; echo warning >&2",
+        "exit 2",
+    ],
+)
+def test_what_ripgrep_walking_itself_prints_decides_whether_it_is_used(
+    root: Path, workspace: Workspace, wrapped_rg: Any, script: str
+) -> None:
+    wrapped_rg(script)
+    make_tree(root, {"f": "TODO\n"})
+    workspace.grep_backend = "rg"
+    result = workspace.session("s").grep("TODO")
+    # The file-list mode ran instead, with ripgrep itself.
+    assert (hits(result), result.files_searched, result.backend) == (
+        [("f", 1, 1, "TODO")],
+        1,
+        "rg",
+    )
+
+
+@needs_rg
+def test_ripgrep_json_with_escapes_and_bytes_is_read(
+    root: Path, workspace: Workspace, wrapped_rg: Any
+) -> None:
+    wrapped_rg(
+        prints(
+            # Other key orders than ripgrep's are read too.
+            {"data": {"path": {"text": "f"}}, "type": "begin"},
+            _match({"bytes": "Zg=="}, {"bytes": "VE9ETyDp"}),  # f: b"TODO \xe9"
+            _match({"text": "f"}, {"text": '"TODO"\t\\\n'}, 2),
+            {"data": {"path": {"text": "f"}, "binary_offset": None}, "type": "end"},
+            SUMMARY,
+        )
+    )
+    make_tree(root, {"f": "other\nlines\n"})
+    workspace.grep_backend = "rg"
+    result = workspace.session("s").grep("TODO")
+    assert hits(result) == [("f", 1, 1, "TODO \ufffd"), ("f", 2, 2, '"TODO"\t\\')]
+
+
+@needs_rg
+def test_a_path_ripgrep_prints_outside_a_search_below_the_root_is_refused(
+    root: Path, workspace: Workspace, wrapped_rg: Any
+) -> None:
+    wrapped_rg(prints(_match({"text": "other/f"}, {"text": "TODO\n"}), SUMMARY))
+    make_tree(root, {"sub": {"f": "TODO\n"}, "other": {"f": "TODO\n"}})
+    workspace.grep_backend = "rg"
+    assert hits(workspace.session("s").grep("TODO", path="sub")) == [("sub/f", 1, 1, "TODO")]
+
+
+@needs_rg
+def test_a_late_nul_file_is_searched_again_and_may_be_gone_meanwhile(
+    root: Path, workspace: Workspace, wrapped_rg: Any
+) -> None:
+    def late(path: str) -> list[dict[str, Any]]:
+        end = {"path": {"text": path}, "binary_offset": 9000}
+        return [_match({"text": path}, {"text": "x\n"}), {"type": "end", "data": end}]
+
+    long = "x" * 300  # a name too long to open: an error that is not skipped but raised
+    make_tree(root, {"late": b"TODO\n" + b"a" * 9000 + b"\0 TODO\n", "d": {}})
+    wrapped_rg(prints(*late("late"), *late("gone"), *late("d"), SUMMARY))
+    workspace.grep_backend = "rg"
+    session = workspace.session("s")
+    assert hits(session.grep("TODO")) == [
+        ("late", 1, 1, "TODO"),
+        ("late", 2, 9003, "a" * 9000 + "\0 TODO"),
+    ]
+    wrapped_rg(prints(*late(long), SUMMARY))
+    assert error(lambda: session.grep("TODO")) == "INVALID_ARGUMENT"
+
+
+@needs_rg
+def test_a_failing_walk_stops_ripgrep(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from editspec.reference import _search
+
+    def cancelled(self: Any) -> int:
+        raise ToolError("CANCELLED", "search cancelled")
+
+    monkeypatch.setattr(_search.Candidates, "listed", cancelled)
+    make_tree(root, {"f": "TODO\n"})
+    workspace.grep_backend = "rg"
+    assert error(lambda: workspace.session("s").grep("TODO")) == "CANCELLED"
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {".gitignore": Link("rules"), "rules": "*.log\n"},
+        {".gitignore": {"x": ""}},
+        {".git": "gitdir: elsewhere\n"},
+        {".git": Link("real-git"), "real-git": {"info": {"exclude": "*.log\n"}}},
+        {"sub": {".gitignore": "# rules to come\n"}},
+    ],
+)
+def test_odd_root_ignore_files_for_a_search_below_the_root(
+    root: Path, workspace: Workspace, tree_modes: list[bool], spec: dict[str, Any]
+) -> None:
+    make_tree(root, {**spec, "sub": {**spec.get("sub", {}), "a.log": "TODO\n", "b": "TODO\n"}})
+    results = both(workspace, "TODO", path="sub")
+    assert results["rg"] == results["python"]
+    assert len(results["rg"][0]) == 2
+    assert tree_modes == [True]
+
+
+@needs_rg
+def test_ripgrep_output_through_pipes_where_there_are_no_memory_files(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_grep_rg, "_memory_files", lambda: None)
+    make_tree(root, {"f": "TODO\n", "g": "x\n"})
+    for walks in (True, False):
+        monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
+        results = both(workspace, "TODO")
+        assert results["rg"] == results["python"] == ([("f", 1, 1, "TODO")], 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("content", "alike"),
+    [
+        (b"", True),
+        (b"# only a comment\n\n   \n", True),
+        (b"*.log\n!keep.log\nbuild/\n/dist/\na/**/b\n**/x\ny/**\n**\n", True),
+        (b"sp ace\ntrailing   \r\n\xc3\xa9*\n", True),
+        (b"\xef\xbb\xbf*.log\n", True),
+        (b"\xef\xbb\xbf\xef\xbb\xbf*.log\n", False),
+        (b"[ab].log\n", False),
+        (b"a?c\n", False),
+        (b"{a,b}\n", False),
+        (b"\\#x\n", False),
+        (b"tab\t\n", False),
+        (b"a***\n", False),
+        (b"a**\n", False),
+        (b"a//b\n", False),
+        (b"!\n", False),
+        (b"/\n", False),
+        (b"a\rb\n", False),
+        (b"nul\0\n", False),
+        (b"\xff\n", False),
+        (b"\xe2\x80\x83x\n", False),  # an em space
+    ],
+)
+def test_ignore_files_ripgrep_reads_as_git_does(content: bytes, alike: bool) -> None:
+    assert _grep_rg.reads_alike(content) is alike
+    assert _grep_rg.reads_alike(content) is alike  # from the cache
+
+
+def test_the_verdict_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_grep_rg, "_alike", {})
+    monkeypatch.setattr(_grep_rg, "_ALIKE_CACHE_LIMIT", 2)
+    for index in range(5):
+        assert _grep_rg.reads_alike(f"rule{index}\n".encode())
+    assert len(_grep_rg._alike) <= 2
 
 
 def test_find_rg_prefers_path_then_the_package(

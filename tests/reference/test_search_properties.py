@@ -360,6 +360,128 @@ def test_ripgrep_and_python_backends_return_identical_results(
             assert getattr(results["rg"], field) == getattr(results["python"], field), field
 
 
+# -- ripgrep walking the tree itself -----------------------------------------------------
+
+# Ignore lines in the subset ripgrep's gitignore parser reads as git does
+# (``_grep_rg.reads_alike``): the tree mode of the ripgrep backend applies to such trees.
+ALIKE_SEGMENTS = st.sampled_from(
+    [
+        *("a", "b", "ab", "*", "**", "*.log", "a*", "*b", "x.py", "*.py", "build", "sub"),
+        *("é", "ü*", "sp ace", "日本.md", ".hidden", "-dash", "keep.log", "*.txt", "a.b.c"),
+        "!x",
+    ]
+)
+
+
+@st.composite
+def alike_lines(draw: Any) -> str:
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from(["# comment", "", "   ", "#!x"]))
+    negated = "!" if draw(st.integers(0, 3)) == 0 else ""
+    lead = "/" if draw(st.integers(0, 3)) == 0 else ""
+    body = "/".join(draw(st.lists(ALIKE_SEGMENTS, min_size=1, max_size=3)))
+    trail = "/" if draw(st.integers(0, 3)) == 0 else ""
+    spaces = " " if draw(st.integers(0, 7)) == 0 else ""
+    return negated + lead + body + trail + spaces
+
+
+@st.composite
+def alike_ignore_files(draw: Any) -> bytes:
+    lines = draw(st.lists(alike_lines(), min_size=1, max_size=6))
+    newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+    bom = "\ufeff" if draw(st.integers(0, 9)) == 0 else ""
+    return (bom + newline.join(lines) + (newline if draw(st.booleans()) else "")).encode()
+
+
+@st.composite
+def alike_trees(draw: Any, depth: int = 0) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    for _ in range(draw(st.integers(0, 5 if depth < 2 else 3))):
+        name = draw(names)
+        if name in spec:
+            continue
+        kind = draw(st.sampled_from(["file", "file", "file", "dir", "dir", "link"]))
+        if kind == "dir" and depth < 3:
+            spec[name] = draw(alike_trees(depth + 1))
+        elif kind == "link":
+            spec[name] = Link(draw(LINK_TARGETS))
+        else:
+            spec[name] = draw(CONTENTS)
+    if draw(st.integers(0, 1)) == 0:
+        spec[".gitignore"] = draw(alike_ignore_files())
+    return spec
+
+
+def _directories(spec: dict[str, Any], prefix: str = "") -> list[str]:
+    found = []
+    for name, node in spec.items():
+        if isinstance(node, dict):
+            found.append(prefix + name)
+            found += _directories(node, prefix + name + "/")
+    return found
+
+
+@needs_rg
+@given(
+    spec=alike_trees(),
+    exclude=st.none() | alike_ignore_files(),
+    pattern=PATTERNS.filter(_valid),
+    ignore_case=st.booleans(),
+    limit=st.sampled_from([10 * 1024 * 1024, 12, 0]),
+    where=st.integers(0, 1000),
+)
+def test_ripgrep_walking_the_tree_itself_equals_the_python_backend(
+    spec: dict[str, Any],
+    exclude: bytes | None,
+    pattern: str,
+    ignore_case: bool,
+    limit: int,
+    where: int,
+) -> None:
+    from unittest import mock
+
+    from editspec.reference import Limits, _grep_rg
+    from editspec.reference._ignore import parse_rules
+
+    choices = [None, *_directories(spec)]
+    path = choices[where % len(choices)]
+    modes: list[bool] = []
+    original = _grep_rg.search_tree
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        modes.append(found is not None)
+        return found
+
+    assert exclude is None or _grep_rg.reads_alike(exclude)
+    with materialized(spec, exclude) as (root, workspace):
+        assert all(
+            _grep_rg.reads_alike(p.read_bytes()) for p in root.rglob(".gitignore") if p.is_file()
+        )
+        workspace.limits = Limits(grep_file_bytes=limit)
+        session = workspace.session("s")
+        results = {}
+        for backend in ("python", "rg"):
+            workspace.grep_backend = backend
+            with mock.patch.object(_grep_rg, "search_tree", spy):
+                results[backend] = session.grep(pattern, path=path, ignore_case=ignore_case)
+        assert results["rg"].backend == "rg"
+        for field in ("matches", "files_searched", "files_skipped_too_large"):
+            assert getattr(results["rg"], field) == getattr(results["python"], field), field
+        # ripgrep's own walk stood in for the engine's (no link named .git is generated),
+        # unless an ignore file between the root and the search root holds rules (only
+        # the root's can be given to ripgrep), or every file was over the limit (ripgrep
+        # then complains it searched none).
+        between = []
+        if path is not None:
+            node: dict[str, Any] = spec
+            for part in path.split("/")[:-1]:
+                node = node[part]
+                between.append(node.get(".gitignore", b""))
+        if not any(parse_rules(content, "") for content in between):
+            assert modes == [True] or results["rg"].files_searched == 0
+
+
 def test_generated_trees_are_materialized_as_specified(tmp_path: Path) -> None:
     spec = {"d": {"f": b"x", "l": Link("f")}, "g": "text"}
     make_tree(tmp_path / "t", spec)
