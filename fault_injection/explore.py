@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import os
 import shutil
 import sys
@@ -229,8 +228,7 @@ class _Worker:
         self.patcher: Any = None
         inner: Callable[[], FileSystem] = FileSystem
         if backend == "memory":
-            for name in _ENGINE_MODULES:
-                importlib.import_module(f"editspec.reference.{name}")
+            harness.import_engine()
             from pyfakefs.fake_filesystem_unittest import Patcher
 
             self.patcher = Patcher()
@@ -284,23 +282,6 @@ class _Worker:
         failures = tuple(v.finding.to_json() for v in verdicts if v.finding is not None)
         notes = sum(1 for v in verdicts if v.notes)
         return TaskResult(task, len(verdicts), failures, notes, time.perf_counter() - started)
-
-
-_ENGINE_MODULES = (
-    "_read",
-    "_write",
-    "_edit",
-    "_patch",
-    "_rewind",
-    "_transaction",
-    "_recovery",
-    "_journal",
-    "_snapshots",
-    "_atomic",
-    "_paths",
-    "_text",
-    "_diff",
-)
 
 
 _WORKER: _Worker | None = None

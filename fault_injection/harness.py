@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno as _errno
+import importlib
 import os
 import shutil
 import stat
@@ -56,6 +57,30 @@ from editspec.reference import FileSystem, Workspace
 
 FileSystemFactory = Callable[[], FileSystem]
 WorkspaceFactory = Callable[[str, str, FileSystem], Workspace]
+
+#: The engine modules that touch files: imported before an in-memory file system (pyfakefs)
+#: starts to patch, so that its patch reaches them.
+ENGINE_MODULES = (
+    "_read",
+    "_write",
+    "_edit",
+    "_patch",
+    "_rewind",
+    "_transaction",
+    "_recovery",
+    "_journal",
+    "_snapshots",
+    "_atomic",
+    "_paths",
+    "_text",
+    "_diff",
+)
+
+
+def import_engine() -> None:
+    """Import every module of ``ENGINE_MODULES`` (before an in-memory file system patches)."""
+    for name in ENGINE_MODULES:
+        importlib.import_module(f"editspec.reference.{name}")
 
 
 def open_workspace(root: str, state_dir: str, fs: FileSystem) -> Workspace:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from editspec.fault_injection import machines
+from editspec.fault_injection import harness, machines
 from editspec.fault_injection.replay import replay
 from editspec.reference import FileSystem, Workspace
 
@@ -36,19 +36,7 @@ def failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def in_memory(failures: Path) -> Iterator[object]:
     from pyfakefs.fake_filesystem_unittest import Patcher
 
-    for module in (
-        "_read",
-        "_write",
-        "_edit",
-        "_patch",
-        "_rewind",
-        "_transaction",
-        "_recovery",
-        "_journal",
-        "_snapshots",
-        "_atomic",
-    ):
-        __import__(f"editspec.reference.{module}")
+    harness.import_engine()
     with Patcher() as patcher:
         machines.WorkspaceMachine.active_patcher = patcher
         try:
