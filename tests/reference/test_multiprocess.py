@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import subprocess
 import sys
 import time
@@ -22,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.reference.txn_helpers import SIDE_FILE
+
 FILES = ["a.txt", "b.txt", "sub/c.txt", "sub/deeper/d.txt"]
 WORKERS = 4
 ROUNDS = 12
-SIDE_FILE = re.compile(r"\.[0-9a-f]{32}\.(stage|backup)$")
 
 WORKER = r"""
 import json, os, random, sys, time
