@@ -137,6 +137,17 @@ def test_no_message_no_snapshot(session, disk):
 # -- rewind ----------------------------------------------------------------------------------
 
 
+def _warmed_up(disk, crash):
+    """Runs over the scenario, after one unfaulted write, patch and rewind with message ids
+    (the state directories and the history's files then exist, as in every later run)."""
+    runs = Runs(disk, crash)
+    warm = runs.fresh()
+    warm.write("zero.txt", "zero\n", message_id="warm0")
+    warm.apply_patch(PATCH, message_id="warm1")
+    warm.rewind("warm0")
+    return runs
+
+
 def _three_messages(session, disk):
     """m1 edits a.txt, m2 replaces a binary file, m3 patches a.txt and c.txt."""
     a0 = b"\xef\xbb\xbfheader\r\nbody = 1\r\n"
@@ -473,11 +484,7 @@ def test_crash_during_rewind(disk, crash):
     "snapshot of a completed one makes it impossible to undo.",
 )
 def test_crashed_patch_history(disk, crash):
-    runs = Runs(disk, crash)
-    warm = runs.fresh()
-    warm.write("zero.txt", "zero\n", message_id="warm0")
-    warm.apply_patch(PATCH, message_id="warm1")
-    warm.rewind("warm0")
+    runs = _warmed_up(disk, crash)
     sides = set()
     for step in steps():
         if step % 2 == 0:
@@ -516,11 +523,7 @@ def test_crashed_patch_history(disk, crash):
     "its undo must not be applied.",
 )
 def test_io_error_and_patch_snapshots(disk, crash):
-    runs = Runs(disk, crash)
-    warm = runs.fresh()
-    warm.write("zero.txt", "zero\n", message_id="warm0")
-    warm.apply_patch(PATCH, message_id="warm1")
-    warm.rewind("warm0")
+    runs = _warmed_up(disk, crash)
     outcomes = {"failed": 0, "succeeded": 0}
     for step in steps():
         if step % 2 == 0:
