@@ -33,6 +33,8 @@ CAPABILITY_DESCRIPTIONS: Mapping[str, str] = {
     "snapshots": "message_id snapshots and Session.rewind",
     "glob": "Session.glob",
     "grep": "Session.grep",
+    "grep_cancel": "Session.grep also takes deadline= (a time.monotonic() value) and cancel= "
+    "(a threading.Event); a passed deadline or a set token ends the search with CANCELLED",
     "list_directory": "Session.list_directory",
     "python_fs": "a Python implementation in this process: faults are injected at the os level",
     "process": "a separate process the suite may kill and restart",

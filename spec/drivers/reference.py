@@ -21,6 +21,7 @@ CAPABILITIES: frozenset[str] = frozenset(
         "snapshots",
         "glob",
         "grep",
+        "grep_cancel",
         "list_directory",
         "python_fs",
         "journal_layout",
