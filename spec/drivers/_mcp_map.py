@@ -299,7 +299,9 @@ def default_map() -> ServerMap:
 
     return ServerMap(
         name=None,
-        capabilities=CAPABILITIES - {"python_fs", "remote_acp"},
+        # In-process only: python_fs, remote_acp, and grep_cancel (a deadline and a
+        # threading.Event cannot cross a tool call).
+        capabilities=CAPABILITIES - {"python_fs", "remote_acp", "grep_cancel"},
         session_argument="session_id",
         protocol="auto",
         timeout=120.0,
