@@ -15,8 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-CONTRACT_VERSION = "1.1"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
-# and the journal_layout capability
+CONTRACT_VERSION = "1.2"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
+# and the journal_layout capability; 1.2: grep's deadline= and cancel= (grep_cancel)
 
 # -- capabilities and profiles ---------------------------------------------------
 
