@@ -423,15 +423,31 @@ _ALIKE_CACHE_LIMIT = 4096
 _alike: dict[bytes, bool] = {}
 
 
+# A bracket expression both read alike: ASCII letters, digits, "." and "_", and ranges of
+# them in order, optionally negated ("[!...]" or "[^...]"). Not: POSIX classes, "]" or "-"
+# as members, escapes, "/", chained or reversed ranges, an unclosed "[".
+_ALIKE_CLASS = re.compile(r"\[[!^]?(?:[A-Za-z0-9._](?:-[A-Za-z0-9._])?)+\]")
+_RANGE = re.compile(r"(.)-(.)")
+
+
 def _segment_alike(segment: str) -> bool:
     if segment == "**":
         return True
     if not segment or "**" in segment:
         return False
-    return all(
-        ch == " " or ch == "*" or not (ch in "\\[]{}?" or ch.isspace() or not ch.isprintable())
-        for ch in segment
-    )
+    index = 0
+    while index < len(segment):
+        ch = segment[index]
+        if ch == "[":
+            found = _ALIKE_CLASS.match(segment, index)
+            if found is None or any(a > b for a, b in _RANGE.findall(found.group())):
+                return False
+            index = found.end()
+            continue
+        if ch in "\\]{}" or (ch.isspace() and ch != " ") or not ch.isprintable():
+            return False
+        index += 1
+    return True
 
 
 def _line_alike(line: str) -> bool:
@@ -449,10 +465,11 @@ def _line_alike(line: str) -> bool:
 def reads_alike(content: bytes) -> bool:
     """Whether ripgrep's gitignore parser reads these ignore-file bytes as git does.
 
-    A conservative subset (ripgrep's ``ignore`` crate and git differ on escapes, bracket
-    expressions, braces, "?" against multi-byte names, tabs and other trailing
-    whitespace, several BOMs, lines that are not UTF-8); inside it both keep the same
-    rules, with the same negation, anchoring, directory-only and "**" meaning.
+    A conservative subset (ripgrep's ``ignore`` crate and git differ on escapes, braces,
+    POSIX classes and odd bracket expressions, tabs and other trailing whitespace,
+    several BOMs, lines that are not UTF-8); inside it both keep the same rules, with
+    the same negation, anchoring, directory-only, "**", "*", "?" and bracket meaning
+    (bytes, not characters, for both).
     """
     known = _alike.get(content)
     if known is not None:
@@ -520,7 +537,7 @@ def walks_alike(tree: SearchTree, start: str, given: list[str]) -> bool:
         directory = relative.rpartition("/")[0]
         if directory != start and start.startswith(directory + "/") and parse_rules(content, ""):
             return False  # an ignore file between the root and ``start`` with rules
-    return sorted(read) == sorted(given)
+    return set(read) == set(given)
 
 
 def _lstat_kind(fs: FileSystem, path: str) -> str | None:
@@ -542,6 +559,7 @@ class TreeSearch(NamedTuple):
 
     matches: list[GrepMatch]
     searched: int  # files ripgrep searched (its own count)
+    files: list[str]  # the files it printed lines of, relative to the search root
 
 
 def _tree_command(
@@ -577,7 +595,7 @@ def _tree_command(
         command += ["-e", literal]
     command.append("--")
     if start:
-        command.append(start)
+        command.append("./" + start)  # "-" alone would name standard input, even after "--"
     return command
 
 
@@ -615,14 +633,14 @@ def search_tree(
             stop.set()
             with contextlib.suppress(RipgrepFailed):
                 running.result()
-            return None if listed is None else TreeSearch([], 0)
+            return None if listed is None else TreeSearch([], 0, [])
         returncode, out, err = running.result()
     if returncode not in (0, 1) or err.strip():
         message = err.decode("utf-8", "replace").strip().splitlines()
         raise RipgrepFailed(message[0] if message else f"exit status {returncode}")
     lines, binary, searched = _messages(out, start)
     matches = _verify_tree(fs, query, root, start, reported, lines, binary, check)
-    return TreeSearch(matches, searched)
+    return TreeSearch(matches, searched, list(lines))
 
 
 def _json_text(value: object) -> str | bytes:
@@ -663,7 +681,7 @@ def _messages(
 ) -> tuple[dict[str, list[tuple[int, str | bytes]]], dict[str, int], int]:
     """ripgrep's JSON lines: candidate lines and NUL offsets per path below ``start``,
     and the number of files searched."""
-    head = start + "/" if start else ""
+    head = "./" + start + "/" if start else ""
     lines: dict[str, list[tuple[int, str | bytes]]] = {}
     binary: dict[str, int] = {}
     searched: int | None = None

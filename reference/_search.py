@@ -375,6 +375,8 @@ class Candidates:
         # Listed groups: (directory path, root-relative directory, entries, reported prefix).
         self._listed: list[tuple[str, str, list[os.DirEntry[str]], str]] = []
         self._listed_count = 0
+        # Names listed per root-relative directory, made sets on first use (``lists``).
+        self._index: dict[str, list[os.DirEntry[str]] | set[str]] | None = None
         self._listing = self._list()
         self._walk = self._produce()
 
@@ -395,6 +397,18 @@ class Candidates:
         for _ in self._lists():
             pass
         return self._listed_count
+
+    def lists(self, relative: str) -> bool:
+        """Whether the walk listed the root-relative file ``relative`` (after ``listed``)."""
+        if self._index is None:
+            self._index = {item[1]: item[2] for item in self._listed}
+        directory, _, name = relative.rpartition("/")
+        names = self._index.get(directory)
+        if names is None:
+            return False
+        if not isinstance(names, set):
+            names = self._index[directory] = {entry.name for entry in names}
+        return name in names
 
     def _lists(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
         yield from list(self._listed)
@@ -493,6 +507,13 @@ def _search_tree(
     sized, and a count that still differs (the tree changed meanwhile) falls back.
     """
 
+    # The ignore files above the search root and its own are read first: when one of them
+    # is not read alike by ripgrep (a common template has them at the root), ripgrep is not
+    # even started.
+    tree.stack_for(root.relative)
+    if not all(_grep_rg.reads_alike(content) for _, content in tree.ignore_reads):
+        return None
+
     def walk(given: list[str]) -> int | None:
         listed = candidates.listed()
         return listed if _grep_rg.walks_alike(tree, root.relative, given) else None
@@ -513,6 +534,9 @@ def _search_tree(
         return None  # the file-list mode decides what ripgrep's failure means
     if found is None:
         return None
+    head = root.relative + "/" if root.relative else ""
+    if not all(candidates.lists(head + below) for below in found.files):
+        return None  # ripgrep searched a file the walk did not keep
     if found.searched == candidates.listed():
         candidates.searched = found.searched
         return found.matches

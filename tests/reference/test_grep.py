@@ -339,8 +339,16 @@ def fake_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return install
 
 
+@pytest.fixture(params=["memory files", "pipes"])
+def outputs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ripgrep's output captured in anonymous memory files, or through pipes (platforms
+    without memory files)."""
+    if request.param == "pipes":
+        monkeypatch.setattr(_grep_rg, "_memory_files", lambda: None)
+
+
 def test_a_hanging_ripgrep_is_killed_at_the_deadline(
-    root: Path, workspace: Workspace, fake_rg: Any
+    root: Path, workspace: Workspace, fake_rg: Any, outputs: None
 ) -> None:
     fake_rg("exec sleep 30")
     make_tree(root, {"f": "TODO\n"})
@@ -502,11 +510,23 @@ def test_a_search_below_the_root_gives_ripgrep_the_roots_ignore_files(
 
 
 @needs_rg
+def test_a_search_root_named_dash_is_not_standard_input(
+    root: Path, workspace: Workspace, tree_modes: list[bool]
+) -> None:
+    make_tree(root, {"-": {"f": "TODO\n"}})
+    results = both(workspace, "TODO", path="-")
+    assert results["rg"] == results["python"] == ([("-/f", 1, 1, "TODO")], 1, 0)
+    assert tree_modes == [True]
+
+
+@needs_rg
 @pytest.mark.parametrize(
     ("spec", "path"),
     [
-        # Bracket expressions: git's and ripgrep's syntax differ.
-        ({".gitignore": "[ab].log\n", "a.log": "TODO\n", "c.log": "TODO\n"}, None),
+        # POSIX classes and braces: git's and ripgrep's syntax differ (at the root, and
+        # further down).
+        ({".gitignore": "[[:alpha:]].log\n", "a.log": "TODO\n", "1.log": "TODO\n"}, None),
+        ({"d": {".gitignore": "{a,b}\n", "a": "TODO\n", "{a,b}": "TODO\n"}}, None),
         # A symlinked .gitignore: git does not read it, ripgrep would.
         ({"rules": "*.log\n", ".gitignore": Link("rules"), "a.log": "TODO\n"}, None),
         # A directory named .gitignore.
@@ -524,7 +544,7 @@ def test_trees_ripgrep_would_walk_differently_are_searched_from_the_list(
     results = both(workspace, "TODO", path=path)
     assert results["rg"] == results["python"]
     assert results["rg"][0]  # something was found
-    assert tree_modes == [False]
+    assert True not in tree_modes  # ripgrep did not walk (or was not even started)
 
 
 @needs_rg
@@ -650,6 +670,9 @@ SUMMARY = {"type": "summary", "data": {"stats": {"searches": 1}}}
         # A path outside the search root, or not a path the walk could give.
         prints(_match({"text": "../f"}, {"text": "TODO\n"}), SUMMARY),
         prints(_match({"text": "a//f"}, {"text": "x"}), SUMMARY),
+        # A file the walk did not keep, in a directory it listed or not.
+        prints(_match({"text": "g"}, {"text": "TODO\n"}), SUMMARY),
+        prints(_match({"text": "d/f"}, {"text": "TODO\n"}), SUMMARY),
         # Not what was asked for.
         prints("f:1:TODO"),
         prints({"type": "summary"}),
@@ -767,10 +790,9 @@ def test_odd_root_ignore_files_for_a_search_below_the_root(
 
 
 @needs_rg
-def test_ripgrep_output_through_pipes_where_there_are_no_memory_files(
-    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+def test_both_modes_through_memory_files_or_pipes(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, outputs: None
 ) -> None:
-    monkeypatch.setattr(_grep_rg, "_memory_files", lambda: None)
     make_tree(root, {"f": "TODO\n", "g": "x\n"})
     for walks in (True, False):
         monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
@@ -787,8 +809,13 @@ def test_ripgrep_output_through_pipes_where_there_are_no_memory_files(
         (b"sp ace\ntrailing   \r\n\xc3\xa9*\n", True),
         (b"\xef\xbb\xbf*.log\n", True),
         (b"\xef\xbb\xbf\xef\xbb\xbf*.log\n", False),
-        (b"[ab].log\n", False),
-        (b"a?c\n", False),
+        (b"*.py[cod]\n[Dd]ebug/\n[!a]?\n[^b-d]x\na?c\n", True),
+        (b"[[:alpha:]]\n", False),
+        (b"[x\n", False),
+        (b"[z-a]\n", False),
+        (b"[a-c-e]\n", False),
+        (b"[/]\n", False),
+        (b"x]\n", False),
         (b"{a,b}\n", False),
         (b"\\#x\n", False),
         (b"tab\t\n", False),
@@ -959,7 +986,7 @@ def test_read_failures_skip_a_vanished_file_and_report_an_io_error(
 
 
 def test_a_missing_or_broken_ripgrep_executable(
-    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, outputs: None
 ) -> None:
     make_tree(root, {"f": "TODO\n"})
     monkeypatch.setattr(_grep_rg, "find_rg", lambda: str(tmp_path / "no-such-rg"))
@@ -991,7 +1018,9 @@ def test_what_ripgrep_prints_decides_whether_its_result_is_used(
     )
 
 
-def test_a_stopped_batch_does_not_start_and_a_running_one_is_killed(tmp_path: Path) -> None:
+def test_a_stopped_batch_does_not_start_and_a_running_one_is_killed(
+    tmp_path: Path, outputs: None
+) -> None:
     stop = threading.Event()
     stop.set()
     with pytest.raises(_grep_rg.RipgrepFailed):

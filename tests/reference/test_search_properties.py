@@ -368,7 +368,7 @@ ALIKE_SEGMENTS = st.sampled_from(
     [
         *("a", "b", "ab", "*", "**", "*.log", "a*", "*b", "x.py", "*.py", "build", "sub"),
         *("é", "ü*", "sp ace", "日本.md", ".hidden", "-dash", "keep.log", "*.txt", "a.b.c"),
-        "!x",
+        *("!x", "?", "??", "?.txt", "[ab]", "[!a]", "[^b]", "[a-c]", "*.p[xy]", "[Xx]*"),
     ]
 )
 
