@@ -40,6 +40,7 @@ import concurrent.futures
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -555,6 +556,43 @@ def _kill_run(
     return KillRun(syscall, when, phase, site, judgement, error, restart_error)
 
 
+def _spread(items: Sequence[tuple[str, int]], count: int) -> list[tuple[str, int]]:
+    """At most ``count`` of ``items``, evenly spaced, the first and the last included."""
+    if count >= len(items):
+        return list(items)
+    if count <= 1:
+        return list(items[:count])
+    picked = (items[round(i * (len(items) - 1) / (count - 1))] for i in range(count))
+    return list(dict.fromkeys(picked))
+
+
+def kill_points(
+    log: StraceLog,
+    syscalls: Sequence[str],
+    *,
+    at_most: Mapping[tuple[str, ...], int] | None = None,
+    under: str | os.PathLike[str] | None = None,
+) -> list[tuple[str, int]]:
+    """The ``(system call, when)`` pairs to kill at, from a clean run's log.
+
+    ``under``: only the calls whose arguments name a path under that directory (``-y``
+    shows the path of every descriptor), so the writes to a file count and the writes to
+    the MCP pipe do not. ``at_most``: for a group of system calls, at most that many
+    points, spread evenly from the group's first call to its last (in the log's order).
+    """
+    prefix = os.fspath(under) if under is not None else None
+    found: list[tuple[str, int]] = []
+    for call in log.calls:
+        if call.name in syscalls and (prefix is None or prefix in call.args):
+            found.append((call.name, call.ordinal))
+    points = list(dict.fromkeys(found))
+    for group, count in (at_most or {}).items():
+        members = [point for point in points if point[0] in group]
+        keep = set(_spread(members, count))
+        points = [point for point in points if point[0] not in group or point in keep]
+    return points
+
+
 def crash_at_every_call(
     target: ProcessTarget,
     scenario: ProcessScenario,
@@ -562,11 +600,15 @@ def crash_at_every_call(
     base: str | os.PathLike[str] | None = None,
     jobs: int = 1,
     syscalls: Sequence[str] | None = None,
+    at_most: Mapping[tuple[str, ...], int] | None = None,
+    files_only: bool = False,
 ) -> KillReport:
     """Kill ``target`` at every call of ``syscalls`` (default: the target's) during
     ``scenario``'s operation, restart and recover it, and judge the disk after each.
 
-    The clean run must succeed; its counts give the kill points (see the module doc).
+    The clean run must succeed; its log gives the kill points (see the module doc).
+    ``at_most`` and ``files_only`` sample them (``kill_points``): without them, every
+    ``when=N`` up to the most calls one thread made.
     """
     reason = strace_unavailable()
     if reason is not None:
@@ -581,8 +623,11 @@ def crash_at_every_call(
         raise RuntimeError(f"the clean run of {scenario.name} failed: {error}")
     after = trees.capture(box.root)
     wanted = tuple(syscalls) if syscalls is not None else target.syscalls
-    ranges = clean.per_thread_max()
-    points = [(name, when) for name in wanted for when in range(1, ranges.get(name, 0) + 1)]
+    if at_most is None and not files_only:
+        ranges = clean.per_thread_max()
+        points = [(name, when) for name in wanted for when in range(1, ranges.get(name, 0) + 1)]
+    else:
+        points = kill_points(clean, wanted, at_most=at_most, under=box.dir if files_only else None)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         runs = list(
             pool.map(
@@ -598,6 +643,68 @@ def crash_at_every_call(
         tuple(runs),
         time.perf_counter() - started,
         os.fspath(scratch),
+    )
+
+
+def mcp_target(
+    command: str | Sequence[str],
+    server_map: Any,
+    syscalls: Sequence[str],
+    *,
+    name: str | None = None,
+    attach: bool = False,
+) -> ProcessTarget:
+    """The target for an MCP server command line (a string is split as a shell would)."""
+    words = tuple(shlex.split(command) if isinstance(command, str) else command)
+    label = name or getattr(server_map, "name", "") or os.path.basename(words[0])
+    return ProcessTarget(
+        name=label, command=words, server_map=server_map, syscalls=tuple(syscalls), attach=attach
+    )
+
+
+def patch_scenario(count: int) -> ProcessScenario:
+    """One patch that updates ``count`` files (some in a subdirectory), each read first."""
+    names = [f"pkg/mod{n}.py" if n % 2 else f"mod{n}.py" for n in range(count)]
+    initial = {
+        name: f"# {name}\nVALUE = {n}\n\ndef f():\n    return VALUE\n"
+        for n, name in enumerate(names)
+    }
+    patch = (
+        "*** Begin Patch\n"
+        + "".join(
+            f"*** Update File: {name}\n@@\n # {name}\n-VALUE = {n}\n+VALUE = {n * 10 + 1}\n"
+            for n, name in enumerate(names)
+        )
+        + "*** End Patch\n"
+    )
+
+    def prepare(driver: Any) -> None:
+        session = driver.open_session("s1")
+        for name in names:
+            session.read(name)
+
+    def operation(driver: Any) -> None:
+        driver.open_session("s1").apply_patch(patch)
+
+    return ProcessScenario(
+        name=f"{count}-file patch", initial=files(initial), prepare=prepare, operation=operation
+    )
+
+
+def replace_scenario(path: str, old: str, new: str) -> ProcessScenario:
+    """``write`` over an existing file, read first."""
+
+    def prepare(driver: Any) -> None:
+        driver.open_session("s1").read(path)
+
+    def operation(driver: Any) -> None:
+        driver.open_session("s1").write(path, new)
+
+    return ProcessScenario(
+        name=f"write over {path} ({len(old)} -> {len(new)} bytes)",
+        initial=files({path: old}),
+        prepare=prepare,
+        operation=operation,
     )
 
 
@@ -626,7 +733,11 @@ __all__ = [
     "crash_at_every_call",
     "files",
     "judge",
+    "kill_points",
+    "mcp_target",
     "parse_strace_log",
+    "patch_scenario",
+    "replace_scenario",
     "strace_options",
     "strace_prefix",
     "strace_unavailable",

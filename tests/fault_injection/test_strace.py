@@ -31,23 +31,14 @@ from editspec.fault_injection.strace_kill import (
     crash_at_every_call,
     files,
     judge,
+    kill_points,
+    mcp_target,
     parse_strace_log,
+    patch_scenario,
 )
 
 MAP = Path(editspec.spec.__file__).resolve().parent / "mcp_maps" / "editspec.toml"
 SERVE = (sys.executable, "-m", "editspec.spec.cli", "serve", "{root}", "--state-dir", "{state_dir}")
-NAMES = [f"pkg/mod{n}.py" if n % 2 else f"mod{n}.py" for n in range(5)]
-INITIAL = {
-    name: f"# {name}\nVALUE = {n}\n\ndef f():\n    return VALUE\n" for n, name in enumerate(NAMES)
-}
-PATCH = (
-    "*** Begin Patch\n"
-    + "".join(
-        f"*** Update File: {name}\n@@\n # {name}\n-VALUE = {n}\n+VALUE = {n * 10 + 1}\n"
-        for n, name in enumerate(NAMES)
-    )
-    + "*** End Patch\n"
-)
 
 
 def needs_strace() -> None:
@@ -63,21 +54,8 @@ def test_editspec_serve_is_all_or_nothing_when_killed_at_every_rename_and_fsync(
     pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
     from editspec.spec.drivers._mcp_map import load_map
 
-    target = ProcessTarget(
-        name="editspec serve", command=SERVE, server_map=load_map(MAP), syscalls=RENAME + FSYNC
-    )
-
-    def prepare(driver: object) -> None:
-        session = driver.open_session("s1")  # type: ignore[attr-defined]
-        for name in NAMES:
-            session.read(name)
-
-    def operation(driver: object) -> None:
-        driver.open_session("s1").apply_patch(PATCH)  # type: ignore[attr-defined]
-
-    scenario = ProcessScenario(
-        name="5-file patch", initial=files(INITIAL), prepare=prepare, operation=operation
-    )
+    target = mcp_target(SERVE, load_map(MAP), RENAME + FSYNC, name="editspec serve")
+    scenario = patch_scenario(5)
     report = crash_at_every_call(target, scenario, base=tmp_path, jobs=2)
     print(report.format())
 
@@ -274,3 +252,19 @@ def test_server_filesystem_edit_file(peer: ProcessTarget, tmp_path: Path) -> Non
     assert "torn" not in states and "mixed" not in states, report.format()
     assert states.get("before") and states.get("mode"), report.format()
     assert any(run.judgement.strays for run in report.during()), report.format()
+
+
+def test_kill_points_keep_file_calls_and_spread_a_sample() -> None:
+    log = parse_strace_log(
+        '10 write(1<pipe:[7]>, "{}", 2) = 2\n'
+        + "".join(f"11 fsync({n}</w/ws/f{n}>) = 0\n" for n in range(1, 10))
+        + '11 write(3</w/ws/a>, "x", 1) = 1\n'
+        '11 renameat(3</w/ws>, "t1", 3</w/ws>, "a") = 0\n'
+        '11 renameat(3</w/ws>, "t2", 3</w/ws>, "b") = 0\n'
+    )
+    points = kill_points(log, RENAME + FSYNC + WRITE, at_most={FSYNC: 3}, under="/w/ws")
+    assert points == [("fsync", 1), ("fsync", 5), ("fsync", 9), ("write", 1),
+                      ("renameat", 1), ("renameat", 2)]  # fmt: skip
+    # The pipe write is the first write of its thread: without ``under`` it is a point.
+    assert ("write", 1) in kill_points(log, WRITE)
+    assert kill_points(log, WRITE, under="/elsewhere") == []
