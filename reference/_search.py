@@ -353,7 +353,9 @@ class Candidates:
     Two steps: the walk lists the candidates (ignore rules and ``include`` applied), then
     each is ``lstat``ed for the size limit. ``listed()`` runs only the first step, for the
     tree mode of the ripgrep backend, which needs no sizes while ripgrep's count of files
-    searched equals the number listed.
+    searched equals the number listed; it keeps the names only, and sizing afterwards
+    lists each directory again. (Entries are not kept beyond their sizing: memory reused
+    while it is hot is much of the walk's speed.)
     """
 
     def __init__(
@@ -372,11 +374,12 @@ class Candidates:
         self.groups: list[FileGroup] = []
         self.searched = 0
         self.too_large = 0
-        # Listed groups: (directory path, root-relative directory, entries, reported prefix).
-        self._listed: list[tuple[str, str, list[os.DirEntry[str]], str]] = []
+        # What ``listed`` kept: (directory path, root-relative directory, names, reported
+        # prefix) of each directory with candidates.
+        self._listed: list[tuple[str, str, list[str], str]] = []
         self._listed_count = 0
-        # Names listed per root-relative directory, made sets on first use (``lists``).
-        self._index: dict[str, list[os.DirEntry[str]] | set[str]] | None = None
+        # ``lists``: the names of each directory, made a set when first asked about.
+        self._index: dict[str, list[str] | set[str]] = {}
         self._listing = self._list()
         self._walk = self._produce()
 
@@ -393,29 +396,24 @@ class Candidates:
         return self.groups
 
     def listed(self) -> int:
-        """Walk to the end without the size step; the number of candidates listed."""
-        for _ in self._lists():
-            pass
+        """Walk to the end without the size step (before any iteration), keeping the
+        names; the number of candidates listed."""
+        for path, directory, entries, reported in self._listing:
+            self._listed.append((path, directory, [entry.name for entry in entries], reported))
+            self._listed_count += len(entries)
         return self._listed_count
 
     def lists(self, relative: str) -> bool:
         """Whether the walk listed the root-relative file ``relative`` (after ``listed``)."""
-        if self._index is None:
-            self._index = {item[1]: item[2] for item in self._listed}
         directory, _, name = relative.rpartition("/")
+        if not self._index:
+            self._index = {item[1]: item[2] for item in self._listed}
         names = self._index.get(directory)
         if names is None:
             return False
         if not isinstance(names, set):
-            names = self._index[directory] = {entry.name for entry in names}
+            names = self._index[directory] = set(names)
         return name in names
-
-    def _lists(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
-        yield from list(self._listed)
-        for item in self._listing:
-            self._listed.append(item)
-            self._listed_count += len(item[2])
-            yield item
 
     def _list(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
         root = self.root
@@ -430,12 +428,26 @@ class Candidates:
                 reported = "/".join(part for part in (root.reported, below) if part)
                 yield batch.path, batch.directory, entries, reported + "/" if reported else ""
 
+    def _relisted(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
+        """The directories ``listed`` kept, listed again for their entries' sizes."""
+        for path, directory, names, reported in self._listed:
+            try:
+                listing = self.tree.fs.scandir(path)
+            except OSError as exc:
+                if exc.errno in _grep_py.SKIPPED_ERRNOS:
+                    continue  # gone since it was listed
+                raise _errors.from_oserror(exc, directory or ".", action="search") from exc
+            wanted = set(names)
+            yield path, directory, [entry for entry in listing if entry.name in wanted], reported
+
     def _produce(self) -> Iterator[FileGroup]:
         if not self.root.is_dir:
             yield from self._single_file()
             return
         max_bytes = self.max_bytes
-        for path, directory, entries, reported in self._lists():
+        for path, directory, entries, reported in (
+            self._relisted() if self._listed else self._listing
+        ):
             names: list[str] = []
             for entry in entries:
                 try:

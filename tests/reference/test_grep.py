@@ -581,6 +581,38 @@ def test_files_over_the_limit_are_counted_in_the_tree_mode(
 
 
 @needs_rg
+@pytest.mark.parametrize(("number", "code"), [(2, None), (5, "IO_ERROR")])  # ENOENT, EIO
+def test_directories_listed_again_for_sizes_may_be_gone_or_fail(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch, number: int, code: Any
+) -> None:
+    import os
+
+    make_tree(root, {"big": "TODO " * 10 + "\n", "d": {"f": "TODO\n"}, "e": {"g": "TODO\n"}})
+    workspace = Workspace(root, state_dir, Limits(grep_file_bytes=20))
+    workspace.grep_backend = "rg"
+    listings: dict[str, int] = {}
+    original = FileSystem.scandir
+
+    def scandir(self: FileSystem, path: str) -> Any:
+        listings[path] = listings.get(path, 0) + 1
+        if path.endswith(os.sep + "d") and listings[path] > 1:  # listed again for sizes
+            raise OSError(number, os.strerror(number), path)
+        return original(self, path)
+
+    monkeypatch.setattr(FileSystem, "scandir", scandir)
+    if code is not None:
+        assert error(lambda: workspace.session("s").grep("TODO")) == code
+        return
+    result = workspace.session("s").grep("TODO")
+    # "d" vanished for the sizing: the count differs from ripgrep's, the file list decides.
+    assert (hits(result), result.files_searched, result.files_skipped_too_large) == (
+        [("e/g", 1, 1, "TODO")],
+        1,
+        1,
+    )
+
+
+@needs_rg
 def test_nothing_to_search_needs_no_ripgrep_result(
     root: Path, workspace: Workspace, tree_modes: list[bool]
 ) -> None:
