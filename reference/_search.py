@@ -164,6 +164,8 @@ class GlobPattern:
         # An alternative that is "**" alone matches every path: no regex to run.
         self.all_files = _EVERYTHING in files
         self.all_dirs = _EVERYTHING in dirs
+        # An alternative without a literal prefix or a depth bound: every directory.
+        self.everywhere = ([], None) in self._prefixes
 
     @staticmethod
     def _normalize(text: str, root: SearchRoot, workspace_root: str) -> tuple[list[str], bool]:
@@ -231,7 +233,8 @@ def glob(
         (found[0], matcher.files, matcher.all_files),
         (found[1], matcher.dirs, matcher.all_dirs),
     )
-    for batch in tree.walk(root.relative, descend=lambda d: matcher.descend(_below(root, d))):
+    descend = None if matcher.everywhere else lambda d: matcher.descend(_below(root, d))
+    for batch in tree.walk(root.relative, descend=descend):
         below = _below(root, batch.directory)
         prefix = below + "/" if below else ""
         shown = reported + prefix
