@@ -7,6 +7,9 @@
 * The two Grep backends return identical results, and both equal a naive line-by-line
   search of the files Glob lists (so neither the ripgrep prefilter nor the Python
   backend's literal shortcuts lose a match).
+* On trees whose ignore files ripgrep reads as git does, ripgrep walks the tree itself
+  (from the root or below it, files over the size limit or not) and still returns the
+  Python backend's result.
 """
 
 from __future__ import annotations
