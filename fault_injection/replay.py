@@ -13,6 +13,13 @@ After each step that has an expectation (``"expect"`` on the step, or the scenar
 the outcomes the model allows (``"outcomes"``) must end in one of them; the first
 divergence is printed as a diff and the replay stops there. Exit status: 1 if the
 failure reproduces, 0 if every step now matches.
+
+A scenario of several processes (``phases``) is replayed phase by phase: each phase
+names its process, a process's opening (a fresh workspace, recovering) prints its
+operations, a step that pauses says after which call, and a resumed step prints the
+rest of its operations where it resumes. After the last phase, a process still paused
+is killed and a fresh workspace recovers; the disk is then compared with ``expected``.
+Exit status 2 if the phases cannot run (a process waits for a lock a paused one holds).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import Any, TextIO
 from editspec.fault_injection import harness
 from editspec.fault_injection.faultfs import OpEvent
 from editspec.fault_injection.powerloss import TraceOp
-from editspec.fault_injection.scenario import Scenario, describe_step, versions
+from editspec.fault_injection.scenario import Outcome, Scenario, describe_step, versions
 
 
 class _Printer:
@@ -128,7 +135,140 @@ def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout, *, verbose: b
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _outcome_text(outcome: Outcome) -> str:
+    return f"    -> {outcome.code}" + (f": {outcome.message}" if outcome.message else "") + "\n"
+
+
+def _divergence(out: TextIO, where: str, problems: Sequence[str]) -> int:
+    out.write(f"  FIRST DIVERGENCE {where}:\n")
+    for line in problems:
+        out.write(f"    {line}\n")
+    out.write("reproduced\n")
+    return 1
+
+
+def _step_problems(
+    sandbox: harness.Sandbox, step: Mapping[str, Any], report: harness.PhaseReport
+) -> list[str]:
+    """How a step of a phase departs from what it expects (outcome, then disk)."""
+    allowed = step.get("outcomes")
+    if allowed and report.outcome is not None and report.outcome.code not in allowed:
+        return [
+            f"the engine answered {report.outcome.code}; the model expects one of "
+            f"{', '.join(allowed)}"
+        ]
+    expected = step.get("expect")
+    if expected is None:
+        return []
+    problems, _notes, _actual = harness.check_outcome(
+        sandbox, harness.StepReport(report.outcome), expected, journals=False
+    )
+    return problems
+
+
+def _report_text(report: harness.PhaseReport) -> str:
+    if report.paused:
+        return f"    -> paused: process {report.process} waits while the next phases run\n"
+    if report.crashed:
+        return f"    -> crashed: process {report.process} is dead\n"
+    if report.open_error is not None:
+        return f"    !! recovery failed: {report.open_error}\n"
+    assert report.outcome is not None
+    return _outcome_text(report.outcome)
+
+
+def _replay_phases(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int:
+    sandbox = harness.Sandbox(base)
+    printer = _Printer(out, sandbox.base, verbose=verbose)
+
+    def paused(name: str, event: OpEvent) -> None:
+        record = event.record
+        paths = " -> ".join(printer.path(p) for p in record.paths)
+        out.write(
+            f"      ---- process {name} pauses here, after {record.name} {paths} "
+            f"({record.outcome}) ----\n"
+        )
+
+    processes = harness.Processes(
+        sandbox, count=scenario.count, watch=printer.event, on_pause=paused
+    )
+    names = list(dict.fromkeys(phase.process for phase in scenario.phases))
+    out.write(f"  sandbox {sandbox.base} (ws = workspace root, state = state directory)\n")
+    out.write(f"  initial tree: {len(scenario.initial)} entries\n")
+    out.write(
+        f"  {len(names)} processes ({', '.join(names)}), each a workspace of its own over "
+        "the same root and state directory\n"
+    )
+    processes.start(scenario.initial)
+    waiting: dict[str, tuple[int, Mapping[str, Any]]] = {}  # paused: (phase number, step)
+    total = len(scenario.phases)
+    try:
+        for number, phase in enumerate(scenario.phases, 1):
+            name = phase.process
+            out.write(
+                f"  phase {number}/{total}: process {name}"
+                + (f": {phase.description}" if phase.description else "")
+                + "\n"
+            )
+            if phase.resume:
+                started, step = waiting.pop(name)
+                out.write(f"    process {name} resumes its step of phase {started}\n")
+                report = processes.resume(name)
+                out.write(_report_text(report))
+                problems = _step_problems(sandbox, step, report)
+                if problems:
+                    return _divergence(out, f"at phase {number}", problems)
+            elif name not in processes.processes:
+                out.write(f"    process {name} opens: a fresh workspace recovers\n")
+                if phase.open_fault is not None:
+                    out.write(f"    fault: {_fault_text(phase.open_fault)} of that recovery\n")
+                report = processes.open(name, phase.open_fault)
+                if report.outcome is None:
+                    out.write(_report_text(report))
+                if report.open_error is not None:
+                    return _divergence(
+                        out, f"at phase {number}", [f"recovery failed: {report.open_error}"]
+                    )
+            for index, step in enumerate(phase.steps):
+                out.write(f"    step {index + 1}/{len(phase.steps)}: {describe_step(step)}\n")
+                fault = step.get("fault")
+                if fault is not None:
+                    out.write(f"      fault: {_fault_text(fault)}\n")
+                if "pause_after" in step:
+                    out.write(
+                        f"      pause: after its port call {step['pause_after']} (queries "
+                        "included), while the next phases run\n"
+                    )
+                report = processes.run(name, step)
+                out.write(_report_text(report))
+                if report.paused:
+                    waiting[name] = (number, step)
+                    continue
+                problems = _step_problems(sandbox, step, report)
+                if problems:
+                    return _divergence(out, f"at phase {number}, step {index + 1}", problems)
+        for name in processes.kill_all():
+            out.write(f"  process {name} is killed where it waits\n")
+    except harness.Deadlock as exc:
+        out.write(f"  !! the phases cannot run: {exc}\n")
+        return 2
+    out.write("  after the last phase: a fresh workspace recovers\n")
+    final = processes.recover()
+    if final.restart_error is not None:
+        out.write(f"    !! recovery failed: {final.restart_error}\n")
+    problems, notes, _actual = harness.check_outcome(sandbox, final, scenario.expected)
+    for note in notes:
+        out.write(f"    note: {note}\n")
+    if problems:
+        return _divergence(out, "after the final recovery", problems)
+    out.write("    disk matches the model\n")
+    out.write("not reproduced: every step matches the model\n")
+    return 0
+
+
 def _replay(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int:
+    if scenario.phases:
+        return _replay_phases(scenario, base, out, verbose=verbose)
     sandbox = harness.Sandbox(base)
     printer = _Printer(out, sandbox.base, verbose=verbose)
     runner = harness.Runner(

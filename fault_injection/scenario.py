@@ -20,6 +20,21 @@ Faults (``fault``): ``{"kind": "crash", "step": i, "at": k}``,
 injected error during the step, before the cut) and ``{"kind": "recovery_crash",
 "step": i, "at": k, "recovery_at": j}``. After a faulted step the process "restarts": a
 fresh ``Workspace`` is opened (its constructor recovers) before the next step.
+
+Several processes (``FORMAT_PROCESSES``): a scenario with ``phases`` instead of
+``steps``. Each ``Phase`` names a process and the steps it runs, in order; a process is
+opened (a fresh ``Workspace`` over the same root and state directory, its constructor
+recovering) where it is first named, optionally with ``"open_fault": {"kind": "crash",
+"at": m}`` (its recovery dies at its m-th counted operation). A ``crash`` fault kills the
+process for good: nothing restarts it, and later phases are other processes. A step with
+``"pause_after": n`` stops after its n-th port call (queries included, counted from the
+start of the step) while the phases after it run; the phase ``{"process": P, "resume":
+true}`` lets it finish. A process still paused when the phases end is killed where it
+waits. Then a fresh workspace recovers, and the disk must be one of ``expected`` with
+no journal left. A step's ``"expect"`` is compared with the disk right after the step,
+with no recovery in between. Crashes and errors are per process; ``power_loss`` and
+``recovery_crash`` faults belong to single-process scenarios. A scenario without phases
+is written as ``FORMAT``, exactly as before.
 """
 
 from __future__ import annotations
@@ -36,7 +51,11 @@ import attrs
 from editspec.fault_injection import trees
 
 FORMAT = "editspec-scenario/1"
+FORMAT_PROCESSES = "editspec-scenario/2"  # with phases: several processes, one after another
 SESSION = "s1"
+
+#: Fault kinds a step of a phase may carry (the others need the single-process restart).
+PHASE_FAULTS = frozenset({"crash", "fail"})
 
 
 def versions() -> dict[str, str]:
@@ -47,6 +66,89 @@ def versions() -> dict[str, str]:
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
         editspec_version = "unknown"
     return {"editspec": editspec_version, "python": platform.python_version()}
+
+
+@attrs.frozen(kw_only=True)
+class Phase:
+    """What one process does next in a scenario of several processes (see the module)."""
+
+    process: str
+    steps: tuple[Mapping[str, Any], ...] = ()
+    resume: bool = False  # first, the step this process paused in goes on
+    open_fault: Mapping[str, Any] | None = None  # a crash of the recovery that opens it
+    description: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"process": self.process}
+        if self.description:
+            out["description"] = self.description
+        if self.resume:
+            out["resume"] = True
+        if self.open_fault is not None:
+            out["open_fault"] = dict(self.open_fault)
+        out["steps"] = [_step_to_json(step) for step in self.steps]
+        return out
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Phase:
+        open_fault = value.get("open_fault")
+        return cls(
+            process=str(value["process"]),
+            steps=tuple(_step_from_json(step) for step in value.get("steps", ())),
+            resume=bool(value.get("resume", False)),
+            open_fault=None if open_fault is None else dict(open_fault),
+            description=value.get("description", ""),
+        )
+
+
+def validate_phases(phases: Sequence[Phase]) -> None:
+    """Raise ``ValueError`` if ``phases`` cannot be run in order (see the module)."""
+    dead: set[str] = set()
+    paused: dict[str, bool] = {}  # process -> its paused step carries a crash
+    opened: set[str] = set()
+    for number, phase in enumerate(phases, 1):
+        name = phase.process
+        where = f"phase {number} (process {name})"
+        if not name:
+            raise ValueError(f"phase {number} names no process")
+        if name in dead:
+            raise ValueError(f"{where}: the process is dead")
+        if phase.resume != (name in paused):
+            raise ValueError(
+                f"{where}: " + ("nothing to resume" if phase.resume else "the process is paused")
+            )
+        if phase.open_fault is not None:
+            if name in opened:
+                raise ValueError(f"{where}: an open_fault on a process already open")
+            if phase.open_fault.get("kind") != "crash":
+                raise ValueError(f"{where}: an open_fault is a crash")
+            if phase.steps:
+                raise ValueError(f"{where}: steps after a crash at open")
+        if paused.pop(name, False):
+            dead.add(name)  # the crash comes once the step goes on
+            if phase.steps:
+                raise ValueError(f"{where}: steps after a crash")
+        opened.add(name)
+        if phase.open_fault is not None:
+            dead.add(name)
+            continue
+        for index, step in enumerate(phase.steps):
+            last = index == len(phase.steps) - 1
+            fault = step.get("fault")
+            if fault is not None and fault.get("kind") not in PHASE_FAULTS:
+                raise ValueError(
+                    f"{where}: a {fault.get('kind')!r} fault needs a single-process scenario"
+                )
+            if "pause_after" in step:
+                if not last:
+                    raise ValueError(f"{where}: a paused step must end its phase")
+                if int(step["pause_after"]) < 1:
+                    raise ValueError(f"{where}: pause_after counts port calls from 1")
+                paused[name] = fault is not None and fault.get("kind") == "crash"
+            elif fault is not None and fault.get("kind") == "crash":
+                if not last:
+                    raise ValueError(f"{where}: steps after a crash")
+                dead.add(name)
 
 
 @attrs.frozen(kw_only=True)
@@ -64,12 +166,43 @@ class Scenario:
     trace: tuple[str, ...] = ()  # the port operations of the faulted step, in a clean run
     description: str = ""
     versions: Mapping[str, str] = attrs.field(factory=versions)
+    phases: tuple[Phase, ...] = ()  # several processes (then ``steps`` is empty)
+
+    def __attrs_post_init__(self) -> None:
+        if self.phases:
+            if self.steps:
+                raise ValueError("a scenario has steps (one process) or phases, not both")
+            validate_phases(self.phases)
 
     @property
     def fault_step(self) -> int | None:
         return None if self.fault is None else int(self.fault["step"])
 
+    def faults(self) -> list[tuple[int | None, int | None, Mapping[str, Any]]]:
+        """Every injected fault: (phase index, step index or None for an open, fault)."""
+        if not self.phases:
+            return [(None, i, s["fault"]) for i, s in enumerate(self.steps) if "fault" in s]
+        found: list[tuple[int | None, int | None, Mapping[str, Any]]] = []
+        for number, phase in enumerate(self.phases):
+            if phase.open_fault is not None:
+                found.append((number, None, phase.open_fault))
+            found.extend((number, i, s["fault"]) for i, s in enumerate(phase.steps) if "fault" in s)
+        return found
+
     def to_json(self) -> dict[str, Any]:
+        if self.phases:
+            return {
+                "format": FORMAT_PROCESSES,
+                "name": self.name,
+                "description": self.description,
+                "versions": dict(self.versions),
+                "initial": trees.to_json(self.initial),
+                "phases": [phase.to_json() for phase in self.phases],
+                "count": self.count,
+                "expected": [trees.to_json(tree) for tree in self.expected],
+                "actual": None if self.actual is None else trees.to_json(self.actual),
+                "problems": list(self.problems),
+            }
         return {
             "format": FORMAT,
             "name": self.name,
@@ -87,8 +220,10 @@ class Scenario:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Scenario:
-        if value.get("format") != FORMAT:
+        if value.get("format") not in (FORMAT, FORMAT_PROCESSES):
             raise ValueError(f"not an editspec scenario (format {value.get('format')!r})")
+        if value.get("format") == FORMAT and "phases" in value:
+            raise ValueError(f"phases need the format {FORMAT_PROCESSES!r}")
         actual = value.get("actual")
         return cls(
             name=value["name"],
@@ -102,6 +237,7 @@ class Scenario:
             expected=tuple(trees.from_json(tree) for tree in value.get("expected", ())),
             actual=None if actual is None else trees.from_json(actual),
             problems=tuple(value.get("problems", ())),
+            phases=tuple(Phase.from_json(phase) for phase in value.get("phases", ())),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -135,7 +271,7 @@ def _step_from_json(step: Mapping[str, Any]) -> dict[str, Any]:
 
 def describe_step(step: Mapping[str, Any]) -> str:
     """One line for a step, for logs and replay output."""
-    hidden = ("call", "expect", "session", "fault", "outcomes")
+    hidden = ("call", "expect", "session", "fault", "outcomes", "pause_after")
     shown = {k: v for k, v in step.items() if k not in hidden}
     for key in ("content", "patch"):
         value = shown.get(key)
