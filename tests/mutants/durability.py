@@ -13,12 +13,17 @@ recovery after each crash point. The failure is a scenario (``editspec replay`` 
 it), so a test can replay it with the mutant active and see the same failure.
 
 Two mutants are out of the explorer's reach, and each comes with the check that
-catches it (``Mutant.special``):
+catches it (``Mutant.special``), whose failure is a scenario too:
 
 * ``journals_oldest_first``: recovery settles two interrupted transactions oldest first.
-  Two journals over one file only exist when a second process, already running when the
-  first died, changes the same file before anyone recovers; a scenario has one process.
-  ``stacked_crashes`` builds that with two workspaces.
+  Two journals that touch one directory only exist when a second process, already
+  running when the first died, builds on what the first left before anyone recovers;
+  the explorer's scenarios have one process. ``hunt_stacked`` runs a scenario of two
+  (``Scenario.phases``): B starts a patch and, right after its check for journals left
+  behind, is preempted; A adds a file in a new directory and dies; B goes on, adds its
+  own file in A's directory, and dies. Recovery must undo B before A, or A's directory
+  is not empty when A's rollback removes it, and stays. (Over one *file* the race is
+  closed: B's commit re-reads the file under its lock and finds A's bytes, STALE.)
 * ``stage_without_excl``: a stage file is opened without ``O_EXCL``. Stage names carry
   the (random) transaction id, so nothing ever exists there before the stage is created.
   ``squatted_stage`` pins the id, plants a symlink at the stage name that points at
@@ -39,8 +44,8 @@ import attrs
 
 from editspec.fault_injection import harness, trees
 from editspec.fault_injection.explore import DEFAULT_LIMITS
-from editspec.fault_injection.faultfs import CrashAt, FaultyFileSystem, SimulatedCrash
-from editspec.fault_injection.scenario import SESSION, Scenario, perform
+from editspec.fault_injection.faultfs import OpEvent, OpRecord
+from editspec.fault_injection.scenario import SESSION, Phase, Scenario
 from editspec.reference import Workspace, _journal, _recovery, _rollback, _transaction
 
 # -- small tools to build variants ------------------------------------------------------------
@@ -414,7 +419,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defect="recovery rolls back interrupted transactions oldest first",
         active=journals_oldest_first,
         scenario=update_two,
-        special="stacked_crashes",
+        special="hunt_stacked",
     ),
     Mutant(
         name="stage_without_excl",
@@ -508,62 +513,102 @@ def normalized(lines: tuple[str, ...] | list[str]) -> list[str]:
 # -- the two checks beyond the explorer ----------------------------------------------------------
 
 
-class _DiesAtCommit(FaultyFileSystem):
-    """A process that dies as it starts its commit record (after publishing its files)."""
-
-    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
-        if path.endswith(".committed.tmp") and self.plan is None:
-            self.plan = CrashAt(self.count + 1)  # this very call does not happen
-        return super().create_exclusive(path, mode)
-
-
-def _one_line_patch(old: str, new: str) -> dict[str, Any]:
+def _add_one(path: str) -> dict[str, Any]:
     return {
         "call": "apply_patch",
         "session": SESSION,
-        "patch": f"*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-{old}\n+{new}\n"
-        "*** End Patch\n",
+        "patch": f"*** Begin Patch\n*** Add File: {path}\n+{path}\n*** End Patch\n",
     }
 
 
-def stacked_crashes(base: str) -> list[str]:
-    """Two processes die in turn in patches of one file; recovery must undo both.
+STACKED_INITIAL: trees.Tree = {"keep.txt": _file("kept\n")}
+STACKED_A_DONE: trees.Tree = {
+    **STACKED_INITIAL,
+    "new": trees.Entry.dir(),
+    "new/a.txt": _file("new/a.txt\n"),
+}
 
-    Process A patches ``a.txt`` and dies after publishing, before its commit record.
-    Process B, opened before A died (its start-up recovery found nothing), reads
-    ``a.txt`` -- A's uncommitted bytes -- and, having checked for leftover journals just
-    before A died, dies the same way in a patch of its own.
-    Neither committed, so recovery must bring back the bytes from before A: B's backup
-    (A's bytes) restored first, then A's (the original). Returns the problems found.
+
+def stacked_crashes(a_at: int | None, b_at: int | None, pause_after: int) -> Scenario:
+    """B is preempted after its ``pause_after``-th port call; A dies at ``a_at``; B at ``b_at``.
+
+    After recovery each patch has happened whole or not at all: B, which dies before its
+    commit record, not at all; A not at all, or (dying once its commit record is
+    durable) whole. ``None`` for a crash point: that process runs to the end.
     """
+
+    def faulted(step: dict[str, Any], at: int | None) -> dict[str, Any]:
+        return step if at is None else {**step, "fault": {"kind": "crash", "at": at}}
+
+    return Scenario(
+        name="stacked-crashes",
+        description=(
+            "B checks for journals left behind and is preempted; A adds new/a.txt and "
+            "dies; B adds new/b.txt into A's directory and dies; recovery must undo both"
+        ),
+        initial=STACKED_INITIAL,
+        phases=(
+            Phase(
+                process="B",
+                description="a patch, preempted right after its check for journals",
+                steps=({**faulted(_add_one("new/b.txt"), b_at), "pause_after": pause_after},),
+            ),
+            Phase(
+                process="A",
+                description="a patch adding a file in a new directory",
+                steps=(faulted(_add_one("new/a.txt"), a_at),),
+            ),
+            Phase(process="B", resume=True, description="B's patch goes on"),
+        ),
+        expected=(STACKED_INITIAL, STACKED_A_DONE),
+    )
+
+
+def _journal_check(base: str) -> int:
+    """The port call of B's patch that looks for journals left behind (queries counted)."""
     sandbox = harness.Sandbox(base)
-    original = trees.Entry.file(b"one\ntwo\n", 0o644)
-    sandbox.reset({"a.txt": original})
-    processes = [_DiesAtCommit() for _ in range(2)]
-    workspaces = [Workspace(sandbox.root, sandbox.state_dir, fs=fs) for fs in processes]
-    # Every mutating call settles journals left behind first; B looked before A died
-    # (the window that per-call settling cannot close), so B does not see A's journal.
-    workspaces[1]._has_journals = lambda: False  # type: ignore[method-assign]
-    problems: list[str] = []
-    for workspace, fs, (old, new) in zip(
-        workspaces, processes, (("two", "TWO"), ("TWO", "2")), strict=True
-    ):
-        perform(workspace, _read("a.txt"), sandbox.root)
-        fs.arm(None)
-        with contextlib.suppress(SimulatedCrash):
-            outcome = perform(workspace, _one_line_patch(old, new), sandbox.root)
-            return [f"the patch {old} -> {new} was not interrupted: {outcome.code}"]
-    if len(sandbox.journals()) != 2:
-        return [f"expected two interrupted journals, found {sandbox.journals()}"]
-    Workspace(sandbox.root, sandbox.state_dir).close()  # a restart: recovery
-    actual = sandbox.tree()
-    expected = {"a.txt": original}
-    if not trees.equal(actual, expected):
-        problems.append("after recovery a.txt is not as before both interrupted patches:")
-        problems.extend("  " + line for line in trees.diff(expected, actual))
-    if sandbox.journals():
-        problems.append("journal left after recovery: " + ", ".join(sandbox.journals()))
-    return problems
+    events: list[OpEvent] = []
+    processes = harness.Processes(sandbox, watch=events.append)
+    processes.start(STACKED_INITIAL)
+    processes.open("B")
+    journal_dir = processes.processes["B"].workspace.journal_dir  # type: ignore[union-attr]
+    events.clear()
+    processes.run("B", _add_one("new/b.txt"))
+    return next(
+        number
+        for number, event in enumerate(events, 1)
+        if event.record.name == "listdir" and event.record.paths == (journal_dir,)
+    )
+
+
+def _commit_point(log: tuple[OpRecord, ...]) -> int | None:
+    """The counted operation that starts the commit record, in a step's log."""
+    starts = [r.index for r in log if r.name == "create_exclusive"]
+    commits = [r.index for r in log if r.paths[0].endswith(".committed.tmp")]
+    return next((index for index in starts if index in commits), None)
+
+
+def hunt_stacked(base: str) -> Caught | None:
+    """Two stacked crashes: A dies at each of its operations in turn, B at its commit.
+
+    For every crash point of A, a first run lets B finish, to find the operation that
+    starts B's commit record, and a second run kills B there and checks the recovery.
+    The first failure, or None.
+    """
+    pause = _journal_check(base)
+    sandbox = harness.Sandbox(base)
+    clean = harness.run_phases(sandbox, stacked_crashes(None, None, pause))
+    a_count = len(next(r.log for _p, step, r in clean.reports if r.process == "A" and step == 0))
+    for a_at in range(1, a_count + 1):
+        first = harness.run_phases(sandbox, stacked_crashes(a_at, None, pause))
+        b_at = _commit_point(first.reports[-1][2].log)
+        if b_at is None:
+            raise AssertionError(f"B never starts a commit record when A dies at {a_at}")
+        scenario = stacked_crashes(a_at, b_at, pause)
+        verdict = harness.check_phases(sandbox, scenario)
+        if verdict.finding is not None:
+            return Caught("stacked", verdict.finding, a_at, b_at)
+    return None
 
 
 @contextlib.contextmanager

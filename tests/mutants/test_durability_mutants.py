@@ -7,14 +7,16 @@ last step of at most 50 port operations), its scenario file must replay to the s
 failure with the mutant active, and the same file must pass against the reference.
 
 Two mutants are beyond the explorer (see the module's docstring), each with the check
-that catches it: two processes that die in turn over one file (``stacked_crashes``),
-and a symlink squatting on a stage name (``squatted_stage``, a scenario replayed with
-the transaction id pinned).
+that catches it, and a scenario file that replays its failure too: two processes that
+die in turn in one directory (``hunt_stacked``, a scenario of two processes), and a
+symlink squatting on a stage name (``squatted_stage``, a scenario replayed with the
+transaction id pinned).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -23,6 +25,7 @@ import pytest
 
 from editspec.fault_injection import harness
 from editspec.fault_injection.replay import replay
+from editspec.fault_injection.scenario import FORMAT_PROCESSES, Scenario
 from tests.mutants import durability
 from tests.mutants.durability import MUTANTS, Mutant, normalized
 
@@ -98,11 +101,46 @@ def test_the_explorer_catches_the_mutant_and_its_scenario_replays(
 def test_stacked_crashes_catch_recovery_that_settles_the_oldest_journal_first(
     tmp_path: Path,
 ) -> None:
-    assert durability.stacked_crashes(str(tmp_path / "reference")) == []
-    with durability.journals_oldest_first():
-        problems = durability.stacked_crashes(str(tmp_path / "mutant"))
-    assert problems and "not as before" in problems[0], problems
-    assert any("TWO" in line for line in problems), problems  # A's uncommitted bytes won
+    # The reference survives A's crash at every one of its operations, with B dying at
+    # its commit after building on what A left.
+    assert durability.hunt_stacked(str(tmp_path / "reference")) is None
+    mutant = durability.mutant_named("journals_oldest_first")
+    with mutant.active():
+        caught = durability.hunt_stacked(str(tmp_path / "mutant"))
+    assert caught is not None, "recovery settling the oldest journal first survives"
+    finding = caught.finding
+    steps = sum(len(phase.steps) for phase in finding.phases)
+    assert len(finding.phases) == 3 and steps <= MAX_STEPS and caught.trace <= MAX_STEPS
+    # A's rollback found its directory still holding B's file and left it; B's rollback
+    # then emptied it: an empty directory nobody made, after recovery.
+    assert "+ new: unexpected dir" in [line.strip() for line in finding.problems], finding.problems
+    saved = finding.save(tmp_path / "stacked-crashes.json")
+    assert json.loads(saved.read_text())["format"] == FORMAT_PROCESSES
+    assert Scenario.load(saved).to_json() == finding.to_json()
+
+    out = io.StringIO()
+    with mutant.active():
+        assert replay(saved, out) == 1, out.getvalue()
+    printed = out.getvalue()
+    assert comparable(replayed_problems(printed)) == comparable(finding.problems), printed
+    assert "FIRST DIVERGENCE after the final recovery" in printed
+    # Each phase's operations, as they happen, with both injected crashes marked.
+    assert printed.count("<== injected crash: the process dies here") == 2, printed
+    order = [
+        "phase 1/3: process B",
+        "---- process B pauses here, after listdir state/journal/",
+        "phase 2/3: process A",
+        "-> crashed: process A is dead",
+        "phase 3/3: process B",
+        "process B resumes its step of phase 1",
+        "-> crashed: process B is dead",
+        "after the last phase: a fresh workspace recovers",
+    ]
+    positions = [printed.index(line) for line in order]
+    assert positions == sorted(positions), printed
+
+    clean = io.StringIO()
+    assert replay(saved, clean) == 0, f"the reference fails this scenario:\n{clean.getvalue()}"
 
 
 def test_a_squatted_stage_catches_a_stage_opened_without_o_excl(tmp_path: Path) -> None:
