@@ -3,8 +3,9 @@
 ``FaultyFileSystem`` wraps ``editspec.reference.FileSystem`` to count, log, crash
 (``CrashAt``) and fail (``FailAt``) its operations deterministically; pass it to
 ``Workspace(root, state_dir, fs=...)``. ``powerloss`` derives the states a power cut
-can leave from a recorded trace; ``harness`` runs scenarios with faults and checks
-recovery; ``machines`` holds the Hypothesis state machines; ``explore`` and ``replay``
+can leave from a recorded trace, and ``ostrace`` records that trace at the ``os`` level
+for any Python implementation (``python_fs``); ``harness`` runs scenarios with faults
+(of one process, or several in phases) and checks recovery; ``machines`` holds the Hypothesis state machines; ``explore`` and ``replay``
 are the ``editspec explore`` and ``editspec replay`` commands (``main_explore``,
 ``main_replay``).
 """

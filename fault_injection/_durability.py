@@ -91,6 +91,10 @@ class TraceOp:
     data: bytes = b""
     mode: int | None = None  # permission bits: as created (create, mkdir), or as set (fchmod)
     index: int = 0  # the FaultyFileSystem counter value (0 if not counted)
+    # Only in traces recorded at the os level (``ostrace``):
+    offset: int | None = None  # where a write lands (None: at the descriptor's offset)
+    size: int | None = None  # the length a truncate leaves
+    target: str = ""  # what a symlink points to
 
     def describe(self) -> str:
         where = " -> ".join(self.paths)
@@ -245,6 +249,10 @@ class Simulation:
                 self.origin_key[node.inode] = _initial_key(image.roots, path)
         self.fds: dict[int, list[int]] = {}  # fd -> [inode, offset]
         self.entry_ops: list[EntryOp] = []
+        # Files whose synced bytes were changed in place (truncated, or written over)
+        # since their last fsync, and the first byte changed: a cut can leave the old
+        # bytes whole, or the new ones cut anywhere from there.
+        self.rewritten: dict[int, int] = {}
         self._next_inode = max(image.data, default=0) + 1
 
     def _inside(self, path: str) -> bool:
@@ -277,30 +285,71 @@ class Simulation:
         _apply(self.entries, entry_op, durable_replay=False)
         self.entry_ops.append(entry_op)
 
+    def _changed(self, inode: int, start: int) -> None:
+        """Bytes from ``start`` on changed; note it if synced bytes were among them."""
+        if start < len(self.synced[inode]):
+            self.rewritten[inode] = min(start, self.rewritten.get(inode, start))
+
+    def _write(self, inode: int, offset: int, data: bytes) -> None:
+        buffer = self.data[inode]
+        if offset > len(buffer):  # a hole reads as zeros
+            buffer.extend(bytes(offset - len(buffer)))
+        self._changed(inode, offset)
+        buffer[offset : offset + len(data)] = data
+
+    def _truncate(self, inode: int, size: int) -> None:
+        buffer = self.data[inode]
+        if size < len(buffer):
+            self._changed(inode, size)
+            del buffer[size:]
+        else:
+            buffer.extend(bytes(size - len(buffer)))
+
     def step(self, op: TraceOp) -> None:
         name = op.name
-        if op.fd is not None and name not in ("create_exclusive", "lock_file"):
+        if op.fd is not None and name not in ("create_exclusive", "lock_file", "open"):
             handle = self.fds.get(op.fd)
             if handle is None:
                 return  # a descriptor outside the roots
             inode = handle[0]
             if name == "write":
-                buffer = self.data[inode]
-                offset = handle[1]
-                buffer[offset : offset + len(op.data)] = op.data
+                offset = handle[1] if op.offset is None else op.offset
+                self._write(inode, offset, op.data)
                 handle[1] = offset + len(op.data)
             elif name == "fsync":
                 self.synced[inode] = bytes(self.data[inode])
+                self.rewritten.pop(inode, None)
             elif name == "fchmod":
                 assert op.mode is not None
                 self.modes[inode] = op.mode
+            elif name == "truncate":
+                assert op.size is not None
+                self._truncate(inode, op.size)
             else:  # close, unlock
                 del self.fds[op.fd]
+            return
+        if name == "sync":  # everything written so far is durable
+            for inode in self.data:
+                self.synced[inode] = bytes(self.data[inode])
+            self.rewritten.clear()
+            for entry_op in self.entry_ops:
+                entry_op.synced.update(entry_op.dirs)
             return
         path = op.paths[-1]
         if not self._inside(path):
             return
-        if name in ("create_exclusive", "lock_file"):
+        if name in ("truncate", "chmod"):
+            node = self.entries.get(path)
+            if isinstance(node, FileNode):
+                if name == "truncate":
+                    assert op.size is not None
+                    self._truncate(node.inode, op.size)
+                else:
+                    assert op.mode is not None
+                    self.modes[node.inode] = op.mode
+        elif name == "symlink":
+            self._entry_op(op, "add", path, LinkNode(op.target))
+        elif name in ("create_exclusive", "lock_file", "open"):
             existing = self.entries.get(path)
             if isinstance(existing, FileNode):  # lock_file opens an existing file
                 inode = existing.inode
@@ -332,6 +381,15 @@ class Simulation:
 
     def unsynced_data(self, inode: int) -> bool:
         return bytes(self.data[inode]) != self.synced[inode]
+
+    def lengths(self, inode: int) -> list[int]:
+        """The lengths of the current bytes a cut can leave; -1: the synced bytes, whole."""
+        synced, current = self.synced[inode], bytes(self.data[inode])
+        start = self.rewritten.get(inode)
+        if start is None:
+            return _lengths(synced, current)
+        steps = range((start // BLOCK + 1) * BLOCK, len(current), BLOCK)
+        return list(dict.fromkeys([-1, min(start, len(current)), *steps, len(current)]))
 
     def volatile_state(self, point: int) -> PowerState:
         """What the disk holds now, before any power cut (for checking the model)."""
@@ -400,7 +458,10 @@ class PowerState:
         if self.lost:
             parts.append("lost entry operations at " + ", ".join(map(str, self.lost)))
         for _key, path, kept, written in self.cut:
-            parts.append(f"{path}: {kept} of {written} bytes survive")
+            if kept < 0:
+                parts.append(f"{path}: none of its {written} new bytes survive, its synced ones do")
+            else:
+                parts.append(f"{path}: {kept} of {written} bytes survive")
         return "; ".join(parts)
 
 
@@ -451,7 +512,7 @@ def states_at(
         entries = _surviving_entries(image, sim, lost)
         inodes = sorted({n.inode for n in entries.values() if isinstance(n, FileNode)})
         volatile = [i for i in inodes if sim.unsynced_data(i)]
-        options = [_lengths(sim.synced[i], bytes(sim.data[i])) for i in volatile]
+        options = [sim.lengths(i) for i in volatile]
         for lengths in itertools.product(*options):
             if len(states) >= limit:
                 return states, True
@@ -480,7 +541,7 @@ def _state(
     cut = []
     for inode, length in sorted(lengths.items()):
         written = len(sim.data[inode])
-        contents[inode] = contents[inode][:length]
+        contents[inode] = sim.synced[inode] if length < 0 else contents[inode][:length]
         if length != written:
             cut.append((sim.origin_key[inode], sim.origin[inode], length, written))
     modes = {i: sim.modes[i] for i in inodes}

@@ -34,6 +34,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -66,6 +67,7 @@ __all__ = [
     "PowerLossFailure",
     "PowerLossReport",
     "PowerState",
+    "RecordedTrace",
     "Simulation",
     "TraceOp",
     "TraceRecorder",
@@ -177,8 +179,21 @@ def default_open_workspace(root: str, state_dir: str) -> object:
     return Workspace(root, state_dir)
 
 
+class RecordedTrace(Protocol):
+    """What a power-loss check needs of a recorder: its roots, image and trace."""
+
+    @property
+    def roots(self) -> tuple[str, ...]: ...
+
+    @property
+    def image(self) -> Image: ...
+
+    @property
+    def ops(self) -> Sequence[TraceOp]: ...
+
+
 def check_power_loss(
-    recorder: TraceRecorder,
+    recorder: RecordedTrace,
     *,
     root: str,
     state_dir: str,
@@ -195,7 +210,7 @@ def check_power_loss(
     cut after ``point`` operations (all-before or all-after; only all-after once the
     operation has returned). States are deduplicated among points with equal answers.
     """
-    trace = recorder.ops
+    trace = list(recorder.ops)
     groups: dict[tuple[int, ...], list[int]] = {}
     answers: dict[tuple[int, ...], Sequence[trees.Tree]] = {}
     for point in range(len(trace) + 1):

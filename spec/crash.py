@@ -27,6 +27,14 @@ a ``with`` block and counts the *mutating* calls: ``open`` with ``O_CREAT``/``O_
 Files opened for writing through ``open()`` are opened unbuffered while intercepted, so
 a ``write()`` reaches the disk when it is counted and a crash loses no user-space buffer
 that a real kill would have lost anyway.
+
+Observers (``interceptor.observers``) see every intercepted call that succeeded, as an
+``OsEvent`` with its arguments and result: every ``os.open`` and ``open()`` (whatever
+the flags: a directory opened to be fsynced matters), ``close``, the mutating calls, and
+the bytes each write put in a file opened through ``open()`` (text encoded, with their
+offset). They run unintercepted, so they may inspect the disk.
+``editspec.fault_injection.ostrace`` turns them into the trace the power-loss model
+replays.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import io
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -54,6 +62,7 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "OsCall",
+    "OsEvent",
     "OsInterceptor",
     "SimulatedCrash",
     "call_at",
@@ -117,6 +126,23 @@ _SUPPORT_SETS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")
 
 
 @attrs.frozen
+class OsEvent:
+    """A call that succeeded: ``name`` is the ``os`` function (or ``"open"`` for ``open()``,
+    ``"file.write"`` and ``"file.close"`` for its file objects); ``index`` the mutating
+    call it was counted as (0: not counted). For ``file.write``, ``args`` is
+    ``(fd, data, offset)``: the bytes that reached the file and where."""
+
+    name: str
+    index: int
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    result: Any = None
+
+
+Observer = Callable[[OsEvent], None]
+
+
+@attrs.frozen
 class OsCall:
     """One intercepted call: ``index`` counts mutating calls from 1 (0: not mutating)."""
 
@@ -167,6 +193,7 @@ class OsInterceptor:
         self._count_lock = threading.RLock()
         self._suspended = threading.local()
         self._added_support: list[tuple[set[Any], Any]] = []
+        self.observers: list[Observer] = []
 
     # -- the context manager ---------------------------------------------------------
 
@@ -225,7 +252,26 @@ class OsInterceptor:
     def _passthrough(self) -> bool:
         return bool(getattr(self._suspended, "on", False))
 
-    def _step(self, name: str, args: tuple[Any, ...], kind: str = "", extra: str = "") -> None:
+    def _notify(
+        self,
+        name: str,
+        index: int,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        result: Any = None,
+    ) -> None:
+        """Tell the observers about a call that succeeded (they run unintercepted)."""
+        if not self.observers or self._passthrough():
+            return  # calls made unintercepted (an observer's, a hook's) are not the driver's
+        event = OsEvent(name, index, args, dict(kwargs), result)
+        self._suspended.on = True
+        try:
+            for observer in list(self.observers):
+                observer(event)
+        finally:
+            self._suspended.on = False
+
+    def _step(self, name: str, args: tuple[Any, ...], kind: str = "", extra: str = "") -> int:
         """Account for one mutating call about to happen; raise the planned fault."""
         paths = _paths(args)
         detail = " ".join(
@@ -254,6 +300,7 @@ class OsInterceptor:
                     self.action()
                 finally:
                     self._suspended.on = False
+            return index
 
     def _refuse_if_dead(self, name: str) -> None:
         if self.crashed:
@@ -287,8 +334,10 @@ class OsInterceptor:
             kind = ""
             if name in ("fsync", "fdatasync") and args and isinstance(args[0], int):
                 kind = _descriptor_kind(args[0])
-            self._step(name, args, kind)
-            return original(*args, **kwargs)
+            index = self._step(name, args, kind)
+            result = original(*args, **kwargs)
+            self._notify(name, index, args, kwargs, result)
+            return result
 
         wrapper.__name__ = name
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
@@ -308,12 +357,14 @@ class OsInterceptor:
         def open_wrapper(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
             if self._passthrough():
                 return int(original(path, flags, *args, **kwargs))
+            index = 0
             if flags & _CREATING_FLAGS:
-                self._step("open", (path,), extra=f"flags={flags:#o}")
+                index = self._step("open", (path,), extra=f"flags={flags:#o}")
             else:
                 self._refuse_if_dead("open")
             fd = int(original(path, flags, *args, **kwargs))
             self._open_fds.add(fd)
+            self._notify("open", index, (path, flags, *args), kwargs, fd)
             return fd
 
         open_wrapper.__name__ = "open"
@@ -330,6 +381,7 @@ class OsInterceptor:
             self._refuse_if_dead("close")
             self._open_fds.discard(fd)
             original(fd)
+            self._notify("close", 0, (fd,), {})
 
         close_wrapper.__name__ = "close"
         close_wrapper.__wrapped__ = original  # type: ignore[attr-defined]
@@ -340,24 +392,79 @@ class OsInterceptor:
     ) -> Any:
         opener = self._io_open
         if self._passthrough() or not isinstance(mode, str) or not set(mode) & set("wax+"):
-            if not self._passthrough():
-                self._refuse_if_dead("open")
-            return opener(file, mode, buffering, *args, **kwargs)
-        self._step("open", (file,), extra=f"mode={mode}")
+            if self._passthrough():
+                return opener(file, mode, buffering, *args, **kwargs)
+            self._refuse_if_dead("open")
+            reading = opener(file, mode, buffering, *args, **kwargs)
+            self._notify_open(file, mode, 0, reading)
+            return reading
+        index = self._step("open", (file,), extra=f"mode={mode}")
         if "b" in mode:
-            handle = opener(file, mode, 0, *args, **kwargs)
+            rest = {key: value for key, value in kwargs.items() if key in ("closefd", "opener")}
+            if len(args) > 3:
+                rest.setdefault("closefd", args[3])
+            handle: Any = _ObservedFileIO(self, file, mode, **rest)
         else:
             encoding = kwargs.pop("encoding", args[0] if len(args) > 0 else None)
             errors = kwargs.pop("errors", args[1] if len(args) > 1 else None)
             newline = kwargs.pop("newline", args[2] if len(args) > 2 else None)
             rest = {key: value for key, value in kwargs.items() if key in ("closefd", "opener")}
-            raw = opener(file, mode.replace("t", "") + "b", 0, **rest)
+            raw = _ObservedFileIO(self, file, mode, **rest)
             handle = io.TextIOWrapper(
                 raw, encoding=encoding, errors=errors, newline=newline, write_through=True
             )
+        self._notify_open(file, mode, index, handle)
         counted = _CountingFile(self, handle, (file,))
         self._open_files.append(counted)
         return counted
+
+    def _notify_open(self, file: Any, mode: str, index: int, handle: Any) -> None:
+        """An ``open()`` as the ``os.open`` it stands for: the path, flags and descriptor."""
+        if not self.observers or isinstance(file, int):
+            return  # a descriptor wrapped (fdopen) was reported when it was opened
+        try:
+            fd = handle.fileno()
+        except (OSError, ValueError, AttributeError):
+            return
+        self._notify("open", index, (file, _flags_of(mode)), {}, fd)
+
+
+class _ObservedFileIO(io.FileIO):
+    """The raw file under an intercepted ``open()``: its writes are reported to observers
+    with their bytes and offset (so a text file's are the encoded bytes)."""
+
+    def __init__(self, owner: OsInterceptor, file: Any, mode: str, **kwargs: Any) -> None:
+        super().__init__(file, mode.replace("b", "").replace("t", ""), **kwargs)
+        self._owner = owner
+
+    def write(self, data: Any) -> int:
+        written = super().write(data)
+        if written and self._owner.observers and not self._owner._passthrough():
+            chunk = bytes(memoryview(data).cast("B")[:written])
+            fd = self.fileno()
+            offset = os.lseek(fd, 0, os.SEEK_CUR) - written
+            self._owner._notify(
+                "file.write", self._owner.mutations, (fd, chunk, offset), {}, written
+            )
+        return written or 0
+
+    def close(self) -> None:
+        fd = -1 if self.closed else self.fileno()
+        super().close()
+        if fd >= 0 and not self._owner.crashed:
+            self._owner._notify("file.close", 0, (fd,), {})
+
+
+def _flags_of(mode: str) -> int:
+    """The ``os.open`` flags of an ``open()`` mode."""
+    flags = os.O_RDWR if "+" in mode else os.O_RDONLY if "r" in mode else os.O_WRONLY
+    if "w" in mode:
+        flags |= os.O_CREAT | os.O_TRUNC
+    elif "x" in mode:
+        flags |= os.O_CREAT | os.O_EXCL
+    elif "a" in mode:
+        flags |= os.O_CREAT | os.O_APPEND
+    return flags
 
 
 class _CountingFile:
