@@ -401,8 +401,9 @@ class OsInterceptor:
         index = self._step("open", (file,), extra=f"mode={mode}")
         if "b" in mode:
             rest = {key: value for key, value in kwargs.items() if key in ("closefd", "opener")}
-            if len(args) > 3:
-                rest.setdefault("closefd", args[3])
+            for position, name in ((3, "closefd"), (4, "opener")):  # after encoding etc.
+                if len(args) > position:
+                    rest.setdefault(name, args[position])
             handle: Any = _ObservedFileIO(self, file, mode, **rest)
         else:
             encoding = kwargs.pop("encoding", args[0] if len(args) > 0 else None)
