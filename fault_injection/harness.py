@@ -516,6 +516,7 @@ class _Thread:
 
     def __init__(self, target: Callable[[], Outcome | None]) -> None:
         self.stopped = threading.Event()  # paused, or finished
+        self.ended = threading.Event()
         self.resume = threading.Event()
         self.result: Outcome | None = None
         self.error: BaseException | None = None
@@ -534,6 +535,7 @@ class _Thread:
         finally:
             self.paused = False
             self.stopped.set()
+            self.ended.set()
 
     def pause(self) -> None:
         """Called in the step's thread: stop here until ``resume`` is set."""
@@ -709,9 +711,8 @@ class Processes:
             if running is None:
                 continue
             process.fs._die()  # its next port call raises: a dead process does nothing more
-            running.stopped.clear()
             running.resume.set()
-            running.stopped.wait(self.timeout)
+            running.ended.wait(self.timeout)
             process.running = None
             process.alive = False
             killed.append(process.name)

@@ -203,7 +203,7 @@ def test_a_process_waiting_for_a_lock_a_paused_one_holds_is_a_deadlock(tmp_path:
     )
     threads = threading.active_count()
     with pytest.raises(harness.Deadlock, match="process A"):
-        harness.run_phases(box, scenario, timeout=0.5)
+        harness.run_phases(box, scenario, timeout=2.0)
     # Every thread of the scenario ended: the paused process was killed, which let the
     # blocked one through to its own death.
     for thread in threading.enumerate():
