@@ -398,6 +398,12 @@ def driver_baseline(
 
     sandbox.reset(scenario.initial)
     driver = factory(Path(sandbox.root), Path(sandbox.state_dir))
+    if "python_fs" not in getattr(driver, "capabilities", ()):
+        driver.close()
+        raise ValueError(
+            f"{type(driver).__name__} does not declare python_fs: its calls may not go "
+            "through this process's os module, so no os-level trace would show them"
+        )
     try:
         workspace = _AsWorkspace(driver)
         for step in scenario.steps[:-1]:

@@ -220,6 +220,14 @@ def test_a_careless_writer_is_caught_and_an_atomic_one_passes(box: harness.Sandb
     assert {f.state.point for f in lazy.failures} == {len(clean.recorder.ops)}
 
 
+def test_a_driver_that_does_not_run_here_is_refused(box: harness.Sandbox) -> None:
+    class Elsewhere(Atomic):
+        capabilities = frozenset({"read", "write", "process"})
+
+    with pytest.raises(ValueError, match="python_fs"):
+        ostrace.driver_baseline(Elsewhere, box, overwrite())
+
+
 def test_the_model_leaves_the_old_bytes_or_any_block_prefix_of_an_in_place_rewrite(
     box: harness.Sandbox,
 ) -> None:
