@@ -248,6 +248,14 @@ class FaultyFileSystem(FileSystem):
             lambda: self.inner.read_bytes(path, offset=offset, limit=limit),
         )
 
+    def read_bytes_unless(self, path: str, known: bytes) -> bytes:
+        return self._call(
+            "read_bytes_unless",
+            (path,),
+            (path, known),
+            lambda: self.inner.read_bytes_unless(path, known),
+        )
+
     def read_files(
         self, directory: str, names: Iterable[str], *, limit: int | None = None
     ) -> Iterator[tuple[str, bytes | OSError]]:

@@ -105,6 +105,10 @@ class InMemoryFileSystem(FileSystem):
         with _modes_kept([path]):
             return super().read_bytes(path, offset=offset, limit=limit)
 
+    def read_bytes_unless(self, path: str, known: bytes) -> bytes:
+        with _modes_kept([path]):
+            return super().read_bytes_unless(path, known)
+
     def read_files(
         self, directory: str, names: Iterable[str], *, limit: int | None = None
     ) -> Iterator[tuple[str, bytes | OSError]]:
