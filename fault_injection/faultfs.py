@@ -252,7 +252,7 @@ class FaultyFileSystem(FileSystem):
         return self._call(
             "read_bytes_unless",
             (path,),
-            (path, known),
+            (path, len(known)),
             lambda: self.inner.read_bytes_unless(path, known),
         )
 

@@ -339,7 +339,7 @@ def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
         raise _errors.from_oserror(exc, shown, action="inspect") from exc
     _check_size(workspace, shown, size, "is")
     try:
-        data = workspace.fs.read_bytes(target.real)
+        data = workspace.memo.read(workspace.fs, target.canonical_key, target.real)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -16,10 +16,14 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
 from editspec.reference._text import DecodedText, decode, sha256_hex, sha256_later
+
+if TYPE_CHECKING:
+    from editspec.reference._fs import FileSystem
 
 # Below this size hashing and decoding are cheap, and keeping the bytes alive would not pay.
 MIN_BYTES = 256 * 1024
@@ -157,6 +161,19 @@ class ContentMemo:
             while self._held > self._capacity:
                 _, evicted = self._entries.popitem(last=False)
                 self._held -= evicted.size
+
+    def known_bytes(self, key: str) -> bytes | None:
+        """The last bytes remembered for ``key``: pass them to ``FileSystem.read_bytes_unless``
+        so that, when the file still holds them, its read returns this very object (and
+        every later question about it is answered without comparing again)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry.data if entry is not None else None
+
+    def read(self, fs: FileSystem, key: str, path: str) -> bytes:
+        """``fs.read_bytes(path)``; the remembered bytes object itself while the file holds them."""
+        known = self.known_bytes(key)
+        return fs.read_bytes(path) if known is None else fs.read_bytes_unless(path, known)
 
     def sha256_later(self, key: str, data: bytes) -> Callable[[], str]:
         """As ``_text.sha256_later``: a remembered hash at once, else one computed aside."""

@@ -163,7 +163,7 @@ def read(
 
     target = _target_file(session, path)
     try:
-        data = workspace.fs.read_bytes(target.real)
+        data = workspace.memo.read(workspace.fs, target.canonical_key, target.real)
         mtime_ns = workspace.fs.lstat(target.real).st_mtime_ns
     except OSError as exc:
         raise _errors.from_oserror(exc, target.logical_relative, action="read") from exc

@@ -404,7 +404,11 @@ def _verify_existing(fs: FileSystem, target: WorkspacePath, old_bytes: bytes | N
         if not stat.S_ISREG(info.st_mode):
             # The resolver saw a regular file; a link or device here was swapped in since.
             raise ToolError(_errors.STALE, f"{where} is no longer a regular file", path=where)
-        current = fs.read_bytes(target.real)
+        current = (
+            fs.read_bytes(target.real)
+            if old_bytes is None
+            else fs.read_bytes_unless(target.real, old_bytes)
+        )
     except (FileNotFoundError, NotADirectoryError):
         raise ToolError(_errors.NOT_FOUND, f"{where} does not exist", path=where) from None
     except OSError as exc:

@@ -145,7 +145,7 @@ def _verifier(workspace: Workspace, target: WorkspacePath, old_bytes: bytes) -> 
     def verify() -> None:
         # TRACK: the check is repeated inside the critical section, byte for byte.
         try:
-            current = workspace.fs.read_bytes(target.real)
+            current = workspace.fs.read_bytes_unless(target.real, old_bytes)
         except OSError as exc:
             raise ToolError(
                 _errors.STALE,
