@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from editspec.reference import EditSpec, Workspace
+from editspec.reference import EditSpec, ToolError, Workspace
+from editspec.reference._fs import FileSystem
 from editspec.reference._memo import ContentMemo
 from editspec.reference._text import DecodedText, decode
 
@@ -230,3 +233,57 @@ def test_line_index_drops_checkpoints_inside_the_changed_region() -> None:
     assert moved.offsets == (0, len(new_text))
     for offset in range(len(new_text) + 1):
         assert moved.newlines_before(new_text, offset) == new_text.count("\n", 0, offset)
+
+
+class _ChangeBeforeVerify(FileSystem):
+    """An external writer that rewrites ``target`` (same size) just before the check that
+    precedes the rename: the engine's last compare against its remembered bytes."""
+
+    def __init__(self, target: Path, replacement: bytes) -> None:
+        super().__init__()
+        self.target, self.replacement, self.armed = target, replacement, False
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        if self.armed and os.path.dirname(path) == str(self.target.parent):
+            self.armed = False  # the temp file beside the target: the rename comes next
+            self.target.write_bytes(self.replacement)
+        return super().create_exclusive(path, mode)
+
+
+def _one_byte_changed(data: bytes, at: int) -> bytes:
+    return data[:at] + (b"Y" if data[at : at + 1] != b"Y" else b"Z") + data[at + 1 :]
+
+
+def test_a_same_size_change_of_a_remembered_file_is_stale(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    path = tmp_path / "ws" / "f.txt"
+    data = big("line of text\n")
+    path.write_bytes(data)
+    session = Workspace(tmp_path / "ws", tmp_path / "state").session("s")
+    session.read("f.txt", max_bytes=1 << 24)  # remembered: the edit compares in place
+    changed = _one_byte_changed(data, len(data) - 2)
+    path.write_bytes(changed)
+    with pytest.raises(ToolError) as caught:
+        session.edit("f.txt", [EditSpec("line of text", "LINE", replace_all=True)])
+    assert caught.value.code == "STALE"
+    assert path.read_bytes() == changed
+
+
+def test_a_same_size_change_just_before_the_rename_of_a_remembered_file_is_stale(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "ws").mkdir()
+    path = tmp_path / "ws" / "f.txt"
+    data = big("line of text\n")
+    path.write_bytes(data)
+    changed = _one_byte_changed(data, len(data) // 2)
+    fs = _ChangeBeforeVerify(path, changed)
+    session = Workspace(tmp_path / "ws", tmp_path / "state", fs=fs).session("s")
+    session.read("f.txt", max_bytes=1 << 24)
+    fs.armed = True
+    with pytest.raises(ToolError) as caught:
+        session.edit("f.txt", [EditSpec("line of text", "LINE", replace_all=True)])
+    assert caught.value.code == "STALE"
+    assert not fs.armed  # the writer did run, between the plan and the rename
+    assert path.read_bytes() == changed
+    assert sorted(p.name for p in path.parent.iterdir()) == ["f.txt"]  # no temp left
