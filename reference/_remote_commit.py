@@ -14,15 +14,17 @@ about what two calls can promise (DESIGN §2 profile Remote, REMOTE-*):
    new text was changed by someone else and is left alone rather than clobbered), then
    written with its old text and read back (the restore is verified). A file this
    change created cannot be removed: it is reported not restored.
-4. If every touched file is restored, the original error is raised; otherwise an error
-   that names every file of the change and its state: ``untouched`` (never written),
-   ``restored`` (verified to hold its old text), ``not_restored`` (verified to hold
-   other text) or ``unknown`` (it could not be read). The code is IO_ERROR when a call
-   of the service failed during the restore, CONFLICT when the files answered but some
-   hold other text.
+4. If every file of the change holds its old text again, the original error is raised;
+   otherwise an error that names every file of the change and its state: ``untouched``
+   (never written), ``restored`` (verified to hold its old text), ``not_restored``
+   (verified to hold other text: the file found STALE, written by someone else, is one)
+   or ``unknown`` (it could not be read). The code is IO_ERROR when a call of the
+   service failed during the restore, CONFLICT when the files answered but some hold
+   other text, and the original STALE when the only such file is the one found STALE.
 
-Success is reported only when every file was written and read back equal. Nothing here
-ever touches a local file.
+Success is reported only when every file was written and read back equal, and the files
+written first still hold their new text once the last is read back. Nothing here ever
+touches a local file.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class _Restore:
     state: str
     note: str
     service_failed: bool = False
+    stale: bool = False  # the failing file, found holding someone else's text, never written
 
 
 def read_or_none(files: FileService, path: str) -> str | None:
@@ -79,6 +82,21 @@ def publish(files: FileService, changes: Sequence[RemoteChange]) -> None:
         failure, touched = _publish_one(files, change)
         if failure is not None:
             raise _rolled_back(files, changes, index, failure, failing_touched=touched)
+    # A file read back earlier may have been changed by another writer while the later
+    # ones were published: the change then fails like one found STALE (REMOTE-016).
+    end = len(changes)  # every file was written and verified: each restore reads first
+    for change in changes[:-1]:
+        try:
+            current: str | None = read_or_none(files, change.path)
+        except ToolError as error:
+            raise _rolled_back(files, changes, end, error, failing_touched=False) from error
+        if current != change.new_text:
+            changed = ToolError(
+                _errors.CONFLICT,
+                f"{change.shown} was changed in the client while this change was published",
+                path=change.shown,
+            )
+            raise _rolled_back(files, changes, end, changed, failing_touched=False)
 
 
 def _publish_one(files: FileService, change: RemoteChange) -> tuple[ToolError | None, bool]:
@@ -175,6 +193,13 @@ def _rolled_back(
     outcomes: dict[int, _Restore] = {}
     for position in reversed(range(len(touched))):
         outcomes[position] = _restore(files, touched[position], verified_new=position < index)
+    if not failing_touched and failure.code == _errors.STALE:
+        # Never written, yet not as before: "untouched" would promise its old text.
+        outcomes[index] = _Restore(
+            state=NOT_RESTORED,
+            note="was changed by someone else before this change wrote it; left as is",
+            stale=True,
+        )
     states: list[dict[str, Any]] = []
     for position, change in enumerate(changes):
         outcome = outcomes.get(position)
@@ -184,8 +209,8 @@ def _rolled_back(
             states.append({"path": change.shown, "state": outcome.state, "note": outcome.note})
     left = [entry["path"] for entry in states if entry["state"] in (NOT_RESTORED, UNKNOWN)]
     cause = {"code": failure.code, "message": failure.message}
-    if not left:
-        details = {**failure.details, "files": states, "not_restored": [], "cause": cause}
+    if all(outcome.stale for outcome in outcomes.values() if outcome.state != RESTORED):
+        details = {**failure.details, "files": states, "not_restored": left, "cause": cause}
         suffix = "; the files already written were restored" if touched else ""
         error = ToolError(failure.code, f"{failure.message}{suffix}", **details)
     else:

@@ -729,3 +729,35 @@ def test_local_file_service_errors(tmp_path):
     with pytest.raises(ToolError) as caught:
         service.read_text(str(tmp_path / "nothing.txt"))
     assert caught.value.code == "NOT_FOUND"
+
+
+def _typed(name: str, at: int) -> ClientFault:
+    """Another writer types into ``name`` during the ``at``-th write of the change."""
+    return ClientFault(
+        method="write", at=at, action="change", path=f"{ROOT}/{name}", text=f"{name} typed\n"
+    )
+
+
+def test_a_file_changed_before_it_is_written_is_named_not_restored(client, remote):
+    session = _fresh(client, remote)
+    client.arm(_typed("f3.txt", 2))  # while f1 is written: f3 is then found STALE
+    with pytest.raises(ToolError) as caught:
+        session.apply_patch(_patch(NAMES))
+    assert caught.value.code == "STALE"  # the only file not as before: the other writer's
+    states = [entry["state"] for entry in caught.value.details["files"]]
+    assert states == [RESTORED, RESTORED, RESTORED, NOT_RESTORED, UNTOUCHED]
+    assert caught.value.details["not_restored"] == ["f3.txt"]
+    expected = {name: _before(name) for name in NAMES}
+    assert client.relative_files() == {**expected, "f3.txt": "f3.txt typed\n"}
+
+
+def test_a_file_changed_after_its_read_back_fails_the_change(client, remote):
+    session = _fresh(client, remote)
+    client.arm(_typed("f0.txt", 5))  # f0 was written and read back; f4 is written
+    with pytest.raises(ToolError) as caught:
+        session.apply_patch(_patch(NAMES))
+    assert caught.value.code == "CONFLICT"
+    _check_outcome(client, caught.value)
+    states = [entry["state"] for entry in caught.value.details["files"]]
+    assert states == [NOT_RESTORED] + [RESTORED] * 4
+    assert client.relative_files()["f0.txt"] == "f0.txt typed\n"
