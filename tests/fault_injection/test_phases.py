@@ -25,6 +25,7 @@ from editspec.fault_injection.scenario import (
     Phase,
     Scenario,
 )
+from tests.mutants.durability import PINNED_ID, pinned_transaction_id
 
 FINDINGS = sorted((Path(__file__).parent / "findings").glob("*.json"))
 
@@ -224,3 +225,86 @@ def test_saved_findings_load_unchanged_and_still_replay(path: Path) -> None:
     start = next(i for i, line in enumerate(printed) if "FIRST DIVERGENCE" in line)
     shown = [line.strip() for line in printed[start + 1 : printed.index("reproduced")]]
     assert shown == [line.strip() for line in raw["problems"]]
+
+
+def _write(text: bytes) -> dict[str, Any]:
+    return {"call": "write", "session": SESSION, "path": "a.txt", "content": text.decode()}
+
+
+def test_phases_run_in_the_order_written(tmp_path: Path) -> None:
+    """The last phase's write is the one on disk; each step's disk is checked where it stands."""
+    box = harness.Sandbox(tmp_path / "box")
+    first, second = b"written by A\n", b"written by B\n"
+    scenario = Scenario(
+        name="in-order",
+        initial=ORIGINAL,
+        phases=(
+            Phase(process="A", steps=(READ, {**_write(first), "expect": [
+                {"a.txt": trees.Entry.file(first, 0o644)}]})),
+            Phase(process="B", steps=(READ, _write(second))),
+        ),
+        expected=({"a.txt": trees.Entry.file(second, 0o644)},),
+    )  # fmt: skip
+    verdict = harness.check_phases(box, scenario)
+    assert verdict.passed, verdict.finding
+    assert (Path(box.root) / "a.txt").read_bytes() == second
+    out = io.StringIO()
+    assert replay(scenario.save(tmp_path / "in-order.json"), out) == 0, out.getvalue()
+
+
+TWO = {
+    "a.txt": trees.Entry.file(b"one\ntwo\n", 0o644),
+    "b.txt": trees.Entry.file(b"three\n", 0o644),
+}
+PATCH_TWO = {
+    "call": "apply_patch",
+    "session": SESSION,
+    "patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+TWO\n"
+    "*** Update File: b.txt\n@@\n-three\n+THREE\n*** End Patch\n",
+}
+
+
+def test_a_paused_step_stops_exactly_there_while_the_next_phases_run(tmp_path: Path) -> None:
+    """Paused between its two renames, B has replaced a.txt and not yet b.txt: A, which
+    opened before B took its locks, reads that half-done disk; B resumed finishes the patch."""
+    box = harness.Sandbox(tmp_path / "box")
+    events: list[OpEvent] = []
+    processes = harness.Processes(box, watch=events.append)
+    processes.start(TWO)
+    processes.open("B")
+    processes.run("B", READ)
+    processes.run("B", {**READ, "path": "b.txt"})
+    events.clear()
+    processes.run("B", PATCH_TWO)
+    renames = [n for n, e in enumerate(events, 1) if e.record.name == "rename"]
+    onto_a = next(n for n in renames if events[n - 1].record.paths[-1].endswith("a.txt"))
+    new_a, new_b = trees.Entry.file(b"one\nTWO\n", 0o644), trees.Entry.file(b"THREE\n", 0o644)
+    # a.txt replaced; b.txt not yet; both backups and b's stage still beside them (§3).
+    half = {
+        "a.txt": new_a,
+        "b.txt": TWO["b.txt"],
+        f".a.txt.{PINNED_ID}.backup": TWO["a.txt"],
+        f".b.txt.{PINNED_ID}.backup": TWO["b.txt"],
+        f".b.txt.{PINNED_ID}.stage": new_b,
+    }
+    whole = {"a.txt": new_a, "b.txt": new_b}
+    scenario = Scenario(
+        name="half-done",
+        initial=TWO,
+        phases=(
+            Phase(process="A", steps=(READ,)),
+            Phase(process="B", steps=(READ, {**READ, "path": "b.txt"},
+                                      {**PATCH_TWO, "pause_after": onto_a})),
+            Phase(process="A", steps=({**READ, "path": "b.txt", "expect": [half]},)),
+            Phase(process="B", resume=True),
+        ),
+        expected=(whole,),
+    )  # fmt: skip
+    with pinned_transaction_id(PINNED_ID):
+        run = harness.run_phases(box, scenario)
+        out = io.StringIO()
+        assert replay(scenario.save(tmp_path / "half.json"), out) == 0, out.getvalue()
+    assert [report.paused for _p, _s, report in run.reports].count(True) == 1
+    assert run.killed == () and run.final.restart_error is None
+    assert box.tree() == whole and not box.journals()
+    assert "process B pauses here, after rename" in out.getvalue()
