@@ -519,32 +519,144 @@ def test_a_search_root_named_dash_is_not_standard_input(
     assert tree_modes == [True]
 
 
+# Trees on which ripgrep's own walk would keep other files than the engine's walk: the file
+# git keeps holds "TODO" and ripgrep would skip it, the one git drops holds none and ripgrep
+# would search it. The count of files searched is the same either way, so only the check
+# named by each case keeps ripgrep from walking and losing the match.
+FALLBACKS = [
+    # Ignore files ripgrep's parser reads otherwise (``reads_alike``), at the root (read
+    # before ripgrep starts) and further down (met by the walk).
+    pytest.param(
+        {".gitignore": "*.log\n![[:alpha:]].log\n", "a.log": "TODO\n", "a].log": "x\n"},
+        None,
+        "a.log",
+        id="POSIX class",
+    ),
+    pytest.param(
+        {"d": {".gitignore": "{a,b}\n", "a": "TODO\n", "{a,b}": "x\n"}}, None, "d/a", id="braces"
+    ),
+    pytest.param(
+        {"d": {".gitignore": "*x\n![\\]]x\n", "]x": "TODO\n", "\\]x": "x\n"}},
+        None,
+        "d/]x",
+        id="escape",
+    ),
+    pytest.param(
+        {"d": {".gitignore": "[a\\-c]x\n", "bx": "TODO\n", "-x": "x\n"}},
+        None,
+        "d/bx",
+        id="escape in a bracket",
+    ),
+    pytest.param(
+        {"d": {".gitignore": "x\t \n", "x": "TODO\n", "x\t": "x\n"}},
+        None,
+        "d/x",
+        id="trailing tab",
+    ),
+    pytest.param(
+        {".gitignore": b"\xef\xbb\xbf\xef\xbb\xbfa\n", "a": "TODO\n", "\ufeffa": "x\n"},
+        None,
+        "a",
+        id="two BOMs",
+    ),
+    # A symlinked .gitignore: git does not read it, ripgrep would.
+    pytest.param(
+        {
+            ".gitignore": "*.md\n",
+            "rules": "a.txt\n!b.md\n",
+            "sub": {".gitignore": Link("../rules"), "a.txt": "TODO\n", "b.md": "x\n"},
+        },
+        None,
+        "sub/a.txt",
+        id="symlinked .gitignore",
+    ),
+    # A repository below the root: ripgrep would read its .git/info/exclude.
+    pytest.param(
+        {
+            ".git": {"info": {"exclude": "*.md\n"}},
+            "sub": {
+                ".git": {"info": {"exclude": "a.txt\n!b.md\n"}},
+                "a.txt": "TODO\n",
+                "b.md": "x\n",
+            },
+        },
+        None,
+        "sub/a.txt",
+        id="nested repository",
+    ),
+    # Rules between the root and the search root cannot be given to ripgrep.
+    pytest.param(
+        {
+            ".gitignore": "*.md\n",
+            "a": {".gitignore": "*.log\n!keep.md\n", "b": {"x.log": "x\n", "keep.md": "TODO\n"}},
+        },
+        "a/b",
+        "a/b/keep.md",
+        id="rules between",
+    ),
+]
+
+
 @needs_rg
-@pytest.mark.parametrize(
-    ("spec", "path"),
-    [
-        # POSIX classes and braces: git's and ripgrep's syntax differ (at the root, and
-        # further down).
-        ({".gitignore": "[[:alpha:]].log\n", "a.log": "TODO\n", "1.log": "TODO\n"}, None),
-        ({"d": {".gitignore": "{a,b}\n", "a": "TODO\n", "{a,b}": "TODO\n"}}, None),
-        # A symlinked .gitignore: git does not read it, ripgrep would.
-        ({"rules": "*.log\n", ".gitignore": Link("rules"), "a.log": "TODO\n"}, None),
-        # A directory named .gitignore.
-        ({"sub": {".gitignore": {"x": "TODO\n"}, "a": "TODO\n"}}, None),
-        # A repository below the root: ripgrep would read its .git/info/exclude.
-        ({"sub": {".git": {"info": {"exclude": "*.txt\n"}}, "a.txt": "TODO\n"}}, None),
-        # Rules between the root and the search root cannot be given to ripgrep.
-        ({"a": {".gitignore": "*.log\n", "b": {"x.log": "TODO\n", "y": "TODO\n"}}}, "a/b"),
-    ],
-)
+@pytest.mark.parametrize(("spec", "path", "found"), FALLBACKS)
 def test_trees_ripgrep_would_walk_differently_are_searched_from_the_list(
-    root: Path, workspace: Workspace, tree_modes: list[bool], spec: dict[str, Any], path: Any
+    root: Path,
+    workspace: Workspace,
+    tree_modes: list[bool],
+    spec: dict[str, Any],
+    path: Any,
+    found: str,
 ) -> None:
     make_tree(root, spec)
     results = both(workspace, "TODO", path=path)
     assert results["rg"] == results["python"]
-    assert results["rg"][0]  # something was found
-    assert True not in tree_modes  # ripgrep did not walk (or was not even started)
+    assert results["rg"][0] == [(found, 1, 1, "TODO")]
+    assert tree_modes == [False] or not tree_modes  # fell back, or ripgrep never started
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    ("spec", "found"),
+    [
+        # A directory named .gitignore: neither reads it; its files are searched.
+        pytest.param(
+            {"sub": {".gitignore": {"x": "TODO\n"}, "a": "TODO\n"}},
+            ["b", "sub/.gitignore/x", "sub/a"],
+            id="directory",
+        ),
+        # A .git that is a symlink: the engine does not read rules through it, ripgrep
+        # would.
+        pytest.param(
+            {".git": Link("real"), "real": {"info": {"exclude": "*.log\n"}}, "a.log": "TODO\n"},
+            ["a.log", "b"],
+            id="symlinked .git",
+        ),
+    ],
+)
+def test_odd_entries_keep_the_file_list(
+    root: Path,
+    workspace: Workspace,
+    tree_modes: list[bool],
+    spec: dict[str, Any],
+    found: list[str],
+) -> None:
+    # Where ripgrep would search fewer files, its count would show it too; it is not even
+    # waited for.
+    make_tree(root, {**spec, "b": "TODO\n"})
+    results = both(workspace, "TODO")
+    assert results["rg"] == results["python"]
+    assert [path for path, *_ in results["rg"][0]] == found
+    assert True not in tree_modes
+
+
+@needs_rg
+def test_an_include_filter_keeps_the_file_list(
+    root: Path, workspace: Workspace, tree_modes: list[bool]
+) -> None:
+    make_tree(root, {"a.py": "TODO\n", "b.txt": "TODO\n"})
+    results = both(workspace, "TODO", include="*.py")
+    assert results["rg"] == results["python"] == ([("a.py", 1, 1, "TODO")], 1, 0)
+    assert tree_modes == []  # ripgrep's walk would search every file: not started
 
 
 @needs_rg
@@ -697,8 +809,9 @@ SUMMARY = {"type": "summary", "data": {"stats": {"searches": 1}}}
 @pytest.mark.parametrize(
     "script",
     [
-        # A count of files searched that is not the walk's.
+        # A count of files searched that is not the walk's, above or below it.
         prints({"type": "summary", "data": {"stats": {"searches": 99}}}),
+        prints({"type": "summary", "data": {"stats": {"searches": 0}}}),
         # A path outside the search root, or not a path the walk could give.
         prints(_match({"text": "../f"}, {"text": "TODO\n"}), SUMMARY),
         prints(_match({"text": "a//f"}, {"text": "x"}), SUMMARY),
