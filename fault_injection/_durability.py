@@ -12,12 +12,12 @@ import itertools
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
 from editspec.fault_injection import trees
-from editspec.fault_injection.faultfs import FaultyFileSystem, OpEvent
+from editspec.fault_injection.faultfs import OpEvent
 
 BLOCK = 4096
 Model = Literal["ordered", "strict"]
@@ -121,33 +121,44 @@ _TRACED = frozenset(
 )
 
 
-class TraceRecorder:
-    """Record the successful operations of a ``FaultyFileSystem`` over an initial image."""
+class Recording:
+    """A trace over an image of ``roots``, recorded as an observer of a source.
+
+    ``start(source)`` captures the image and appends this recorder to
+    ``source.observers`` (a ``FaultyFileSystem``, or ``spec.crash.OsInterceptor`` for
+    ``ostrace``); ``stop()`` removes it. ``ops``, ``image`` and ``roots`` are what
+    ``check_power_loss`` and ``power_loss_states`` take.
+    """
 
     def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
         self.roots = tuple(os.path.realpath(os.fspath(root)) for root in roots)
         self.initial: Image | None = None
         self.ops: list[TraceOp] = []
-        self._fs: FaultyFileSystem | None = None
+        self._source: Any = None
 
-    def start(self, fs: FaultyFileSystem) -> None:
-        """Capture the image now and record every later successful operation of ``fs``."""
+    def start(self, source: Any) -> None:
+        """Capture the image now and record every later call ``source`` reports."""
         self.initial = capture_image(self.roots)
         self.ops = []
-        if self._fs is not fs:
-            fs.observers.append(self)
-            self._fs = fs
+        if self._source is not source:
+            self.stop()
+            source.observers.append(self)
+            self._source = source
 
     def stop(self) -> None:
-        if self._fs is not None:
-            self._fs.observers.remove(self)
-            self._fs = None
+        if self._source is not None:
+            self._source.observers.remove(self)
+            self._source = None
 
     @property
     def image(self) -> Image:
         if self.initial is None:
-            raise RuntimeError("TraceRecorder.start() was not called")
+            raise RuntimeError(f"{type(self).__name__}.start() was not called")
         return self.initial
+
+
+class TraceRecorder(Recording):
+    """Record the successful operations of a ``FaultyFileSystem`` over an initial image."""
 
     def __call__(self, event: OpEvent) -> None:
         record = event.record

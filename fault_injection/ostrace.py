@@ -38,12 +38,11 @@ from typing import Any
 import attrs
 
 from editspec.fault_injection import harness, trees
+from editspec.fault_injection._durability import Recording
 from editspec.fault_injection.powerloss import (
-    Image,
     Model,
     PowerLossReport,
     TraceOp,
-    capture_image,
     check_power_loss,
 )
 from editspec.fault_injection.scenario import Outcome, Scenario, perform
@@ -68,7 +67,7 @@ class _Open:
     # put there when something is done through it: an fsync, say)
 
 
-class OsTraceRecorder:
+class OsTraceRecorder(Recording):
     """Record the os-level calls of an ``OsInterceptor`` as a power-loss trace.
 
     Used like ``powerloss.TraceRecorder``: ``start(interceptor)`` captures the image of
@@ -77,33 +76,14 @@ class OsTraceRecorder:
     """
 
     def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
-        self.roots = tuple(os.path.realpath(os.fspath(root)) for root in roots)
-        self.initial: Image | None = None
-        self.ops: list[TraceOp] = []
+        super().__init__(roots)
         self.unmodeled: list[str] = []
         self._fds: dict[int, _Open] = {}
-        self._interceptor: Any = None
 
-    def start(self, interceptor: Any) -> None:
-        """Capture the image now and record every later call ``interceptor`` sees."""
-        self.initial = capture_image(self.roots)
-        self.ops = []
+    def start(self, source: Any) -> None:
+        """Capture the image now and record every later call the interceptor sees."""
+        super().start(source)
         self.unmodeled = []
-        if self._interceptor is not interceptor:
-            self.stop()
-            interceptor.observers.append(self)
-            self._interceptor = interceptor
-
-    def stop(self) -> None:
-        if self._interceptor is not None:
-            self._interceptor.observers.remove(self)
-            self._interceptor = None
-
-    @property
-    def image(self) -> Image:
-        if self.initial is None:
-            raise RuntimeError("OsTraceRecorder.start() was not called")
-        return self.initial
 
     # -- paths and descriptors -------------------------------------------------------
 
