@@ -12,16 +12,18 @@ result.
   rules, no symlink followed, and ``--max-filesize`` for ``Limits.grep_file_bytes``.
   The engine's walk runs meanwhile (without the size step) for two things ripgrep cannot
   tell: whether its walk keeps the same files on this tree (``walks_alike``: every ignore
-  file in the subset ripgrep's parser reads as git does, ``reads_alike``; no ``.git``
-  below the search root; no symlinked or directory ``.gitignore``; above a search root
-  below the workspace root, only the root's ignore files, which ripgrep is given with
-  ``--ignore-file``), and how many candidates there are: ripgrep's count of files
-  searched (``--json`` summary) equals it unless some were over the limit, and only then
-  are the candidates sized to count them (a count that still differs means the tree
-  changed meanwhile). Used only with the operating system's own file-system port, whose
-  reads ripgrep's equal; anything unexpected (a message on standard error, a failure,
-  output that is not the JSON asked for, a different count) hands the search to the
-  file-list mode.
+  file in the subset ripgrep's parser reads as git does, ``_ignore.portable_syntax``; no
+  ``.git`` met but the workspace root's own, a directory or a file; no symlinked or
+  directory ``.gitignore``; above a search root below the workspace root, only the
+  root's ignore files, which ripgrep is given with ``--ignore-file``), and how many
+  candidates there are: ripgrep's count of files searched (``--json`` summary) equals it
+  unless some were over the limit, and only then are the candidates sized to count them
+  (a count that still differs means the tree changed meanwhile). Used only for a
+  directory, without ``include``, with the engine's state directory outside it, and with
+  the operating system's own file-system port, whose reads ripgrep's equal
+  (``_search``); anything unexpected (a message on standard error, a failure, output
+  that is not the JSON asked for, a different count) hands the search to the file-list
+  mode.
 * The file-list mode (``search``): ripgrep gets the walk's explicit list of candidate
   paths (as arguments, in batches that fit a command line, starting while the walk goes
   on), with ``--no-ignore --hidden`` so none of its own filters applies.
@@ -75,7 +77,7 @@ from editspec.reference._grep_query import (
     decode_line,
     is_binary,
 )
-from editspec.reference._ignore import GITIGNORE, INFO_EXCLUDE, parse_rules
+from editspec.reference._ignore import GITIGNORE, INFO_EXCLUDE
 from editspec.reference._results import GrepMatch
 from editspec.reference._walk import DIR, FILE, GIT_DIR, OTHER, SYMLINK
 
@@ -419,84 +421,6 @@ def _verify(
 # Whether ripgrep may walk the tree itself where its walk provably equals the engine's.
 RG_WALKS = True
 
-_ALIKE_CACHE_LIMIT = 4096
-_alike: dict[bytes, bool] = {}
-
-
-# A bracket expression both read alike: ASCII letters, digits, "." and "_", and ranges of
-# them in order, optionally negated ("[!...]" or "[^...]"). Not: POSIX classes, "]" or "-"
-# as members, escapes, "/", chained or reversed ranges, an unclosed "[".
-_ALIKE_CLASS = re.compile(r"\[[!^]?(?:[A-Za-z0-9._](?:-[A-Za-z0-9._])?)+\]")
-_RANGE = re.compile(r"(.)-(.)")
-
-
-def _segment_alike(segment: str) -> bool:
-    if segment == "**":
-        return True
-    if not segment or "**" in segment:
-        return False
-    index = 0
-    while index < len(segment):
-        ch = segment[index]
-        if ch == "[":
-            found = _ALIKE_CLASS.match(segment, index)
-            if found is None or any(a > b for a, b in _RANGE.findall(found.group())):
-                return False
-            index = found.end()
-            continue
-        if ch in "\\]{}" or (ch.isspace() and ch != " ") or not ch.isprintable():
-            return False
-        index += 1
-    return True
-
-
-def _line_alike(line: str) -> bool:
-    """One line of an ignore file (newline, CR and trailing spaces dropped), not a comment."""
-    body = line[1:] if line.startswith("!") else line
-    if body.startswith("/"):
-        body = body[1:]
-    if body.endswith("/"):
-        body = body[:-1]
-    if not body:
-        return False  # "!", "/", "!/": lines git drops, ripgrep may not
-    return all(_segment_alike(segment) for segment in body.split("/"))
-
-
-def reads_alike(content: bytes) -> bool:
-    """Whether ripgrep's gitignore parser reads these ignore-file bytes as git does.
-
-    A conservative subset (ripgrep's ``ignore`` crate and git differ on escapes, braces,
-    POSIX classes and odd bracket expressions, tabs and other trailing whitespace,
-    several BOMs, lines that are not UTF-8); inside it both keep the same rules, with
-    the same negation, anchoring, directory-only, "**", "*", "?" and bracket meaning
-    (bytes, not characters, for both).
-    """
-    known = _alike.get(content)
-    if known is not None:
-        return known
-    verdict = _reads_alike(content)
-    if len(_alike) >= _ALIKE_CACHE_LIMIT:
-        _alike.clear()
-    _alike[content] = verdict
-    return verdict
-
-
-def _reads_alike(content: bytes) -> bool:
-    if b"\0" in content:
-        return False
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    text = text.removeprefix("\ufeff")
-    if text.startswith("\ufeff"):
-        return False  # git drops one BOM, ripgrep all of them
-    for line in text.split("\n"):
-        line = line.removesuffix("\r").rstrip(" ")
-        if line and not line.startswith("#") and not _line_alike(line):
-            return False
-    return True
-
 
 def root_ignore_files(fs: FileSystem, root: str, start: str) -> list[str]:
     """The workspace root's ignore files, root-relative, lowest precedence first, that
@@ -516,13 +440,13 @@ def walks_alike(tree: SearchTree, start: str, given: list[str]) -> bool:
     root's ignore files ``given`` (``root_ignore_files``), keeps exactly the files that
     ``tree``'s walk just kept (called after that walk).
 
-    ripgrep reads every ``.gitignore`` the walk read below ``start`` (each must read
-    alike), also a ``.gitignore`` that is a symlink or a directory (the walk reads
+    ripgrep reads every ``.gitignore`` the walk read below ``start`` (each must be
+    ``portable``), also a ``.gitignore`` that is a symlink or a directory (the walk reads
     neither), and ``.git/info/exclude`` below every directory it enters (the walk only
     the workspace root's). Of the directories above ``start`` it knows only the root's
     files it is given, so the others must hold no rule.
     """
-    if not all(reads_alike(content) for _, content in tree.ignore_reads):
+    if not all(file.portable for file in tree.ignore_reads):
         return False
     for relative, kind in tree.odd_entries:
         if relative != GIT_DIR or kind not in (DIR, FILE):
@@ -530,12 +454,10 @@ def walks_alike(tree: SearchTree, start: str, given: list[str]) -> bool:
     if not start:
         return True
     read: list[str] = []
-    for relative, content in tree.ignore_reads:
-        if relative in (INFO_EXCLUDE, GITIGNORE):
-            read.append(relative)
-            continue
-        directory = relative.rpartition("/")[0]
-        if directory != start and start.startswith(directory + "/") and parse_rules(content, ""):
+    for file in tree.ignore_reads:
+        if file.source in (INFO_EXCLUDE, GITIGNORE):
+            read.append(file.source)
+        elif file.rules and file.base != start and start.startswith(file.base + "/"):
             return False  # an ignore file between the root and ``start`` with rules
     return set(read) == set(given)
 

@@ -31,6 +31,10 @@ Grep's ``include`` filter (``_search``).
 
 Compiled files are cached process-wide by their bytes and place; a directory's rule
 stack is cached by the files in it, so a walk compiles each distinct stack once.
+
+Each compiled file also tells whether its bytes keep to a portable subset of the syntax
+(``portable_syntax``): one that ripgrep's gitignore parser reads as git does, so that
+ripgrep may walk a tree itself where every ignore file is portable (``_grep_rg``).
 """
 
 from __future__ import annotations
@@ -158,6 +162,72 @@ def parse_rules(content: bytes, source: str) -> list[IgnoreRule]:
     return rules
 
 
+# -- the portable subset ------------------------------------------------------------
+
+# A bracket expression read alike: ASCII letters, digits, "." and "_", and ranges of them
+# in order, optionally negated ("[!...]" or "[^...]"). Not: POSIX classes, "]" or "-" as
+# members, escapes, "/", chained or reversed ranges, an unclosed "[".
+_PORTABLE_CLASS = re.compile(r"\[[!^]?(?:[A-Za-z0-9._](?:-[A-Za-z0-9._])?)+\]")
+_RANGE = re.compile(r"(.)-(.)")
+
+
+def _portable_segment(segment: str) -> bool:
+    if segment == "**":
+        return True
+    if not segment or "**" in segment:
+        return False
+    index = 0
+    while index < len(segment):
+        ch = segment[index]
+        if ch == "[":
+            found = _PORTABLE_CLASS.match(segment, index)
+            if found is None or any(a > b for a, b in _RANGE.findall(found.group())):
+                return False
+            index = found.end()
+            continue
+        if ch in "\\]{}" or (ch.isspace() and ch != " ") or not ch.isprintable():
+            return False
+        index += 1
+    return True
+
+
+def _portable_line(line: str) -> bool:
+    """One line of an ignore file (newline, CR and trailing spaces dropped), not a comment."""
+    body = line[1:] if line.startswith("!") else line
+    if body.startswith("/"):
+        body = body[1:]
+    if body.endswith("/"):
+        body = body[:-1]
+    if not body:
+        return False  # "!", "/", "!/": lines git drops, ripgrep may not
+    return all(_portable_segment(segment) for segment in body.split("/"))
+
+
+def portable_syntax(content: bytes) -> bool:
+    """Whether ripgrep's gitignore parser reads these ignore-file bytes as git does.
+
+    A conservative subset (ripgrep's ``ignore`` crate and git differ on escapes, braces,
+    POSIX classes and odd bracket expressions, tabs and other trailing whitespace,
+    several BOMs, lines that are not UTF-8); inside it both keep the same rules, with
+    the same negation, anchoring, directory-only, "**", "*", "?" and bracket meaning
+    (bytes, not characters, for both).
+    """
+    if b"\0" in content:
+        return False
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    text = text.removeprefix("\ufeff")
+    if text.startswith("\ufeff"):
+        return False  # git drops one BOM, ripgrep all of them
+    for line in text.split("\n"):
+        line = line.removesuffix("\r").rstrip(" ")
+        if line and not line.startswith("#") and not _portable_line(line):
+            return False
+    return True
+
+
 def _source(rule: IgnoreRule) -> bytes:
     """The regex source of a rule read from a file (built-in rules have none)."""
     assert rule.regex is not None, rule
@@ -176,10 +246,13 @@ def _alternation(rules: Sequence[IgnoreRule]) -> re.Pattern[bytes] | None:
 class IgnoreFile:
     """The compiled rules of one ignore file, rooted at ``base`` (root-relative, "" = root)."""
 
-    def __init__(self, source: str, base: str, rules: Sequence[IgnoreRule]) -> None:
+    def __init__(
+        self, source: str, base: str, rules: Sequence[IgnoreRule], portable: bool = False
+    ) -> None:
         self.source = source
         self.base = base
         self.rules = tuple(rules)
+        self.portable = portable  # ``portable_syntax`` of the bytes it was compiled from
         self.prefix = (base + "/").encode("utf-8", "surrogateescape") if base else b""
         names = [r for r in self.rules if r.basename]
         paths = [r for r in self.rules if not r.basename]
@@ -233,7 +306,7 @@ def ignore_file(content: bytes, source: str, base: str) -> IgnoreFile:
     cached = _file_cache.get(key)
     if cached is not None:
         return cached
-    compiled = IgnoreFile(source, base, parse_rules(content, source))
+    compiled = IgnoreFile(source, base, parse_rules(content, source), portable_syntax(content))
     with _cache_lock:
         if len(_file_cache) >= _CACHE_LIMIT:
             _file_cache.clear()

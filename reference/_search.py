@@ -526,7 +526,7 @@ def _search_tree(
     # is not read alike by ripgrep (a common template has them at the root), ripgrep is not
     # even started.
     tree.stack_for(root.relative)
-    if not all(_grep_rg.reads_alike(content) for _, content in tree.ignore_reads):
+    if not all(file.portable for file in tree.ignore_reads):
         return None
 
     def walk(given: list[str]) -> int | None:

@@ -81,10 +81,10 @@ class SearchTree:
             self.state_relative = state[len(self.root) :].strip(os.sep).replace(os.sep, "/")
         # What the walks of this tree met that another walker may read differently
         # (``_grep_rg`` decides whether ripgrep's own walk can stand in for this one):
-        # every ignore file read (root-relative path, bytes), and every entry named
-        # ``.git`` and every ``.gitignore`` that is not a regular file (root-relative
-        # path, kind).
-        self.ignore_reads: list[tuple[str, bytes]] = []
+        # every ignore file read (compiled: its ``source`` is its root-relative path), and
+        # every entry named ``.git`` and every ``.gitignore`` that is not a regular file
+        # (root-relative path, kind).
+        self.ignore_reads: list[_ignore.IgnoreFile] = []
         self.odd_entries: list[tuple[str, str]] = []
 
     def absolute(self, relative: str) -> str:
@@ -103,8 +103,9 @@ class SearchTree:
             if exc.errno in _VANISHED or exc.errno in (errno.EISDIR, errno.EINVAL):
                 return None
             raise _errors.from_oserror(exc, relative_file, action="read ignore file") from exc
-        self.ignore_reads.append((relative_file, content))
-        return _ignore.ignore_file(content, relative_file, base)
+        compiled = _ignore.ignore_file(content, relative_file, base)
+        self.ignore_reads.append(compiled)
+        return compiled
 
     def base_stack(self) -> RuleStack:
         """The rules that apply everywhere: ``.git/info/exclude`` of the root."""

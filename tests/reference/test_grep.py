@@ -524,7 +524,7 @@ def test_a_search_root_named_dash_is_not_standard_input(
 # would search it. The count of files searched is the same either way, so only the check
 # named by each case keeps ripgrep from walking and losing the match.
 FALLBACKS = [
-    # Ignore files ripgrep's parser reads otherwise (``reads_alike``), at the root (read
+    # Ignore files ripgrep's parser reads otherwise (``portable_syntax``), at the root (read
     # before ripgrep starts) and further down (met by the walk).
     pytest.param(
         {".gitignore": "*.log\n![[:alpha:]].log\n", "a.log": "TODO\n", "a].log": "x\n"},
@@ -943,49 +943,6 @@ def test_both_modes_through_memory_files_or_pipes(
         monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
         results = both(workspace, "TODO")
         assert results["rg"] == results["python"] == ([("f", 1, 1, "TODO")], 2, 0)
-
-
-@pytest.mark.parametrize(
-    ("content", "alike"),
-    [
-        (b"", True),
-        (b"# only a comment\n\n   \n", True),
-        (b"*.log\n!keep.log\nbuild/\n/dist/\na/**/b\n**/x\ny/**\n**\n", True),
-        (b"sp ace\ntrailing   \r\n\xc3\xa9*\n", True),
-        (b"\xef\xbb\xbf*.log\n", True),
-        (b"\xef\xbb\xbf\xef\xbb\xbf*.log\n", False),
-        (b"*.py[cod]\n[Dd]ebug/\n[!a]?\n[^b-d]x\na?c\n", True),
-        (b"[[:alpha:]]\n", False),
-        (b"[x\n", False),
-        (b"[z-a]\n", False),
-        (b"[a-c-e]\n", False),
-        (b"[/]\n", False),
-        (b"x]\n", False),
-        (b"{a,b}\n", False),
-        (b"\\#x\n", False),
-        (b"tab\t\n", False),
-        (b"a***\n", False),
-        (b"a**\n", False),
-        (b"a//b\n", False),
-        (b"!\n", False),
-        (b"/\n", False),
-        (b"a\rb\n", False),
-        (b"nul\0\n", False),
-        (b"\xff\n", False),
-        (b"\xe2\x80\x83x\n", False),  # an em space
-    ],
-)
-def test_ignore_files_ripgrep_reads_as_git_does(content: bytes, alike: bool) -> None:
-    assert _grep_rg.reads_alike(content) is alike
-    assert _grep_rg.reads_alike(content) is alike  # from the cache
-
-
-def test_the_verdict_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_grep_rg, "_alike", {})
-    monkeypatch.setattr(_grep_rg, "_ALIKE_CACHE_LIMIT", 2)
-    for index in range(5):
-        assert _grep_rg.reads_alike(f"rule{index}\n".encode())
-    assert len(_grep_rg._alike) <= 2
 
 
 def test_find_rg_prefers_path_then_the_package(

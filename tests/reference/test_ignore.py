@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from editspec.reference import Workspace
-from editspec.reference._ignore import BUILTIN, parse_rules
+from editspec.reference._ignore import BUILTIN, ignore_file, parse_rules, portable_syntax
 from tests.reference.search_trees import Link, make_tree
 
 
@@ -300,3 +300,42 @@ def test_caches_stay_bounded(monkeypatch: pytest.MonkeyPatch, root: Path, sessio
         assert listed(session) == {".gitignore", "a", "a/.gitignore", "b", "b/.gitignore"}
     assert len(_ignore._file_cache) <= 2
     assert len(_ignore._stack_cache) <= 2
+
+
+@pytest.mark.parametrize(
+    ("content", "portable"),
+    [
+        (b"", True),
+        (b"# only a comment\n\n   \n", True),
+        (b"*.log\n!keep.log\nbuild/\n/dist/\na/**/b\n**/x\ny/**\n**\n", True),
+        (b"sp ace\ntrailing   \r\n\xc3\xa9*\n", True),
+        (b"\xef\xbb\xbf*.log\n", True),
+        (b"\xef\xbb\xbf\xef\xbb\xbf*.log\n", False),
+        (b"*.py[cod]\n[Dd]ebug/\n[!a]?\n[^b-d]x\na?c\n", True),
+        (b"[[:alpha:]]\n", False),
+        (b"[x\n", False),
+        (b"[z-a]\n", False),
+        (b"[a-c-e]\n", False),
+        (b"[/]\n", False),
+        (b"x]\n", False),
+        (b"{a,b}\n", False),
+        (b"\\#x\n", False),
+        (b"tab\t\n", False),
+        (b"a***\n", False),
+        (b"a**\n", False),
+        (b"a//b\n", False),
+        (b"!\n", False),
+        (b"/\n", False),
+        (b"a\rb\n", False),
+        (b"nul\0\n", False),
+        (b"\xff\n", False),
+        (b"\xe2\x80\x83x\n", False),  # an em space
+    ],
+)
+def test_the_portable_subset_is_what_ripgrep_reads_as_git_does(
+    content: bytes, portable: bool
+) -> None:
+    # Trees with such files are searched by ripgrep's own walk (``_grep_rg``); the tests of
+    # its fallbacks show how git and ripgrep differ outside the subset.
+    assert portable_syntax(content) is portable
+    assert ignore_file(content, ".gitignore", "").portable is portable

@@ -366,7 +366,7 @@ def test_ripgrep_and_python_backends_return_identical_results(
 # -- ripgrep walking the tree itself -----------------------------------------------------
 
 # Ignore lines in the subset ripgrep's gitignore parser reads as git does
-# (``_grep_rg.reads_alike``): the tree mode of the ripgrep backend applies to such trees.
+# (``_ignore.portable_syntax``): the tree mode of the ripgrep backend applies to such trees.
 ALIKE_SEGMENTS = st.sampled_from(
     [
         *("a", "b", "ab", "*", "**", "*.log", "a*", "*b", "x.py", "*.py", "build", "sub"),
@@ -444,7 +444,7 @@ def test_ripgrep_walking_the_tree_itself_equals_the_python_backend(
     from unittest import mock
 
     from editspec.reference import Limits, _grep_rg
-    from editspec.reference._ignore import parse_rules
+    from editspec.reference._ignore import parse_rules, portable_syntax
 
     choices = [None, *_directories(spec)]
     path = choices[where % len(choices)]
@@ -456,11 +456,9 @@ def test_ripgrep_walking_the_tree_itself_equals_the_python_backend(
         modes.append(found is not None)
         return found
 
-    assert exclude is None or _grep_rg.reads_alike(exclude)
+    assert exclude is None or portable_syntax(exclude)
     with materialized(spec, exclude) as (root, workspace):
-        assert all(
-            _grep_rg.reads_alike(p.read_bytes()) for p in root.rglob(".gitignore") if p.is_file()
-        )
+        assert all(portable_syntax(p.read_bytes()) for p in root.rglob(".gitignore") if p.is_file())
         workspace.limits = Limits(grep_file_bytes=limit)
         session = workspace.session("s")
         results = {}
