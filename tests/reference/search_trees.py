@@ -6,7 +6,10 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import attrs
 
@@ -55,6 +58,24 @@ def entries(root: Path) -> Iterator[tuple[str, str]]:
 
 
 GIT = shutil.which("git")
+
+
+@contextmanager
+def tree_modes() -> Iterator[list[bool]]:
+    """For each Grep that started ripgrep walking the tree itself, whether ripgrep's walk
+    was found to keep the engine's files (True) or the search fell back (False)."""
+    from editspec.reference import _grep_rg
+
+    found: list[bool] = []
+    original = _grep_rg.search_tree
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        found.append(result is not None)
+        return result
+
+    with mock.patch.object(_grep_rg, "search_tree", spy):
+        yield found
 
 
 def git_env(home: Path) -> dict[str, str]:

@@ -15,6 +15,7 @@ import pytest
 
 from editspec.reference import FileSystem, Limits, ToolError, Workspace, _grep_rg
 from editspec.reference._grep_query import compile_query, python_safe, required_literals, rg_safe
+from tests.reference import search_trees
 from tests.reference.search_trees import Link, make_tree
 
 HAVE_RG = _grep_rg.find_rg() is not None
@@ -446,18 +447,9 @@ needs_rg = pytest.mark.skipif(not HAVE_RG, reason="no rg")
 
 
 @pytest.fixture
-def tree_modes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each ripgrep search walked the tree itself (True) or fell back."""
-    found: list[bool] = []
-    original = _grep_rg.search_tree
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        found.append(result is not None)
-        return result
-
-    monkeypatch.setattr(_grep_rg, "search_tree", spy)
-    return found
+def tree_modes() -> Iterator[list[bool]]:
+    with search_trees.tree_modes() as found:
+        yield found
 
 
 def both(workspace: Workspace, pattern: str, **kw: Any) -> dict[str, Any]:

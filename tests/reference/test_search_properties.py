@@ -38,6 +38,7 @@ from tests.reference.search_trees import (
     git_init,
     git_untracked,
     make_tree,
+    tree_modes,
 )
 
 NAME_POOL = [
@@ -106,23 +107,32 @@ SEGMENTS = st.one_of(
 
 
 @st.composite
-def ignore_lines(draw: Any) -> str:
+def ignore_lines(
+    draw: Any,
+    segments: st.SearchStrategy[str] = SEGMENTS,
+    others: tuple[str, ...] = ("# comment", "", "   ", "\\#a", "\\!a", "!", "/"),
+) -> str:
+    """A pattern of ``segments``, or one in ten times a line of ``others``."""
     kind = draw(st.integers(0, 9))
     if kind == 0:
-        return draw(st.sampled_from(["# comment", "", "   ", "\\#a", "\\!a", "!", "/"]))
+        return draw(st.sampled_from(others))
     negated = "!" if draw(st.integers(0, 3)) == 0 else ""
     lead = "/" if draw(st.integers(0, 3)) == 0 else ""
-    body = "/".join(draw(st.lists(SEGMENTS, min_size=1, max_size=3)))
+    body = "/".join(draw(st.lists(segments, min_size=1, max_size=3)))
     trail = "/" if draw(st.integers(0, 3)) == 0 else ""
     spaces = " " if draw(st.integers(0, 7)) == 0 else ""
     return negated + lead + body + trail + spaces
 
 
 @st.composite
-def ignore_files(draw: Any) -> bytes:
-    lines = draw(st.lists(ignore_lines(), min_size=1, max_size=6))
+def ignore_files(
+    draw: Any, lines: st.SearchStrategy[str] | None = None, boms: bool = False
+) -> bytes:
+    """Lines of ``lines`` (``ignore_lines()``), with a BOM one in ten times if ``boms``."""
+    drawn = draw(st.lists(ignore_lines() if lines is None else lines, min_size=1, max_size=6))
     newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
-    text = newline.join(lines) + (newline if draw(st.booleans()) else "")
+    bom = "\ufeff" if boms and draw(st.integers(0, 9)) == 0 else ""
+    text = bom + newline.join(drawn) + (newline if draw(st.booleans()) else "")
     return text.encode("utf-8")
 
 
@@ -149,21 +159,29 @@ LINK_TARGETS = st.sampled_from(["a", "../a", ".", "..", "sub", "missing", "/", "
 
 
 @st.composite
-def trees(draw: Any, depth: int = 0) -> dict[str, Any]:
+def trees(
+    draw: Any,
+    depth: int = 0,
+    ignores: st.SearchStrategy[bytes] | None = None,
+    kinds: tuple[str, ...] = ("file", "file", "file", "dir", "link"),
+    ignore_one_in: int = 3,
+) -> dict[str, Any]:
+    """Entries of ``kinds``, with a ``.gitignore`` of ``ignores`` (``ignore_files()``) in
+    one directory in ``ignore_one_in``."""
     spec: dict[str, Any] = {}
     for _ in range(draw(st.integers(0, 5 if depth < 2 else 3))):
         name = draw(names)
         if name in spec:
             continue
-        kind = draw(st.sampled_from(["file", "file", "file", "dir", "link"]))
+        kind = draw(st.sampled_from(kinds))
         if kind == "dir" and depth < 3:
-            spec[name] = draw(trees(depth + 1))
+            spec[name] = draw(trees(depth + 1, ignores, kinds, ignore_one_in))
         elif kind == "link":
             spec[name] = Link(draw(LINK_TARGETS))
         else:
             spec[name] = draw(CONTENTS)
-    if draw(st.integers(0, 2)) == 0:
-        spec[".gitignore"] = draw(ignore_files())
+    if draw(st.integers(0, ignore_one_in - 1)) == 0:
+        spec[".gitignore"] = draw(ignore_files() if ignores is None else ignores)
     return spec
 
 
@@ -376,43 +394,14 @@ ALIKE_SEGMENTS = st.sampled_from(
 )
 
 
-@st.composite
-def alike_lines(draw: Any) -> str:
-    if draw(st.integers(0, 9)) == 0:
-        return draw(st.sampled_from(["# comment", "", "   ", "#!x"]))
-    negated = "!" if draw(st.integers(0, 3)) == 0 else ""
-    lead = "/" if draw(st.integers(0, 3)) == 0 else ""
-    body = "/".join(draw(st.lists(ALIKE_SEGMENTS, min_size=1, max_size=3)))
-    trail = "/" if draw(st.integers(0, 3)) == 0 else ""
-    spaces = " " if draw(st.integers(0, 7)) == 0 else ""
-    return negated + lead + body + trail + spaces
-
-
-@st.composite
-def alike_ignore_files(draw: Any) -> bytes:
-    lines = draw(st.lists(alike_lines(), min_size=1, max_size=6))
-    newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
-    bom = "\ufeff" if draw(st.integers(0, 9)) == 0 else ""
-    return (bom + newline.join(lines) + (newline if draw(st.booleans()) else "")).encode()
-
-
-@st.composite
-def alike_trees(draw: Any, depth: int = 0) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    for _ in range(draw(st.integers(0, 5 if depth < 2 else 3))):
-        name = draw(names)
-        if name in spec:
-            continue
-        kind = draw(st.sampled_from(["file", "file", "file", "dir", "dir", "link"]))
-        if kind == "dir" and depth < 3:
-            spec[name] = draw(alike_trees(depth + 1))
-        elif kind == "link":
-            spec[name] = Link(draw(LINK_TARGETS))
-        else:
-            spec[name] = draw(CONTENTS)
-    if draw(st.integers(0, 1)) == 0:
-        spec[".gitignore"] = draw(alike_ignore_files())
-    return spec
+ALIKE_IGNORE_FILES = ignore_files(
+    ignore_lines(ALIKE_SEGMENTS, ("# comment", "", "   ", "#!x")), boms=True
+)
+ALIKE_TREES = trees(
+    ignores=ALIKE_IGNORE_FILES,
+    kinds=("file", "file", "file", "dir", "dir", "link"),
+    ignore_one_in=2,
+)
 
 
 def _directories(spec: dict[str, Any], prefix: str = "") -> list[str]:
@@ -426,8 +415,8 @@ def _directories(spec: dict[str, Any], prefix: str = "") -> list[str]:
 
 @needs_rg
 @given(
-    spec=alike_trees(),
-    exclude=st.none() | alike_ignore_files(),
+    spec=ALIKE_TREES,
+    exclude=st.none() | ALIKE_IGNORE_FILES,
     pattern=PATTERNS.filter(_valid),
     ignore_case=st.booleans(),
     limit=st.sampled_from([10 * 1024 * 1024, 12, 0]),
@@ -441,30 +430,20 @@ def test_ripgrep_walking_the_tree_itself_equals_the_python_backend(
     limit: int,
     where: int,
 ) -> None:
-    from unittest import mock
-
-    from editspec.reference import Limits, _grep_rg
+    from editspec.reference import Limits
     from editspec.reference._ignore import parse_rules, portable_syntax
 
     choices = [None, *_directories(spec)]
     path = choices[where % len(choices)]
-    modes: list[bool] = []
-    original = _grep_rg.search_tree
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        found = original(*args, **kwargs)
-        modes.append(found is not None)
-        return found
-
     assert exclude is None or portable_syntax(exclude)
     with materialized(spec, exclude) as (root, workspace):
         assert all(portable_syntax(p.read_bytes()) for p in root.rglob(".gitignore") if p.is_file())
         workspace.limits = Limits(grep_file_bytes=limit)
         session = workspace.session("s")
         results = {}
-        for backend in ("python", "rg"):
-            workspace.grep_backend = backend
-            with mock.patch.object(_grep_rg, "search_tree", spy):
+        with tree_modes() as modes:
+            for backend in ("python", "rg"):
+                workspace.grep_backend = backend
                 results[backend] = session.grep(pattern, path=path, ignore_case=ignore_case)
         assert results["rg"].backend == "rg"
         for field in ("matches", "files_searched", "files_skipped_too_large"):
