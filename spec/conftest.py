@@ -2,8 +2,8 @@
 
 These names are a contract for everyone who writes clauses: ``driver``,
 ``workspace_root``, ``state_dir``, ``outside``, ``session`` (id "A"), ``other_session``
-(id "B"), ``disk``, ``external``, ``alias``, ``restart``, ``crash``, ``driver_factory``
-and ``driver_spec``.
+(id "B"), ``disk``, ``external``, ``alias``, ``symlinks``, ``restart``, ``crash``,
+``driver_factory`` and ``driver_spec``.
 """
 
 from __future__ import annotations
@@ -68,6 +68,17 @@ def external(disk: Disk) -> External:
 @pytest.fixture
 def alias(disk: Disk) -> Alias:
     return Alias(disk)
+
+
+@pytest.fixture
+def symlinks(editspec_base: Path) -> None:
+    """A precondition: the file system makes symlinks (the clause is skipped where it cannot)."""
+    probe = editspec_base / ".symlink-probe"
+    try:
+        os.symlink("target", probe)
+    except (OSError, NotImplementedError):
+        pytest.skip("the file system does not support symlinks")
+    probe.unlink()
 
 
 @pytest.fixture

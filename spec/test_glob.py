@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
 
-import pytest
-
 from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code, within
-
-# A fixed point in the past; every mtime a clause sets is an offset from it (nanoseconds).
-EPOCH_NS = 1_600_000_000 * 1_000_000_000
-SECOND_NS = 1_000_000_000
-
-
-def _set_mtime(disk, rel, seconds):
-    """Give ``rel`` (file or directory, not followed) an mtime ``seconds`` after EPOCH_NS."""
-    stamp = EPOCH_NS + seconds * SECOND_NS
-    os.utime(disk.path(rel), ns=(stamp, stamp), follow_symlinks=False)
+from editspec.spec._search_kit import (
+    escaping_paths,
+    plant_symlink_loops,
+    set_mtime,
+)
 
 
 def _paths(session, pattern, **options):
     return list(session.glob(pattern, **options).paths)
-
-
-def _require_symlinks(base):
-    probe = base / ".symlink-probe"
-    try:
-        os.symlink("target", probe)
-    except (OSError, NotImplementedError):
-        pytest.skip("the file system does not support symlinks")
-    probe.unlink()
 
 
 def _assert_relative_inside(paths):
@@ -290,8 +273,7 @@ def test_rules_above_the_search_path_apply(session, disk):
     rationale="Following such a link hands the agent the file names, then the contents, of "
     "a home directory, another project or /etc.",
 )
-def test_link_to_outside_directory_not_traversed(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_link_to_outside_directory_not_traversed(session, disk, alias, symlinks):
     (alias.outside / "nested").mkdir()
     (alias.outside / "outside-only.txt").write_text("secret\n")
     (alias.outside / "nested" / "deeper-outside.txt").write_text("secret\n")
@@ -323,8 +305,7 @@ def test_link_to_outside_directory_not_traversed(session, disk, alias, editspec_
     rationale="Following internal links lists one file under several names (or forever, with "
     "a cycle); the agent then edits what it thinks are different files.",
 )
-def test_link_to_inside_directory_not_entered(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_link_to_inside_directory_not_entered(session, disk, alias, symlinks):
     disk.write("real/a.py", "x\n")
     disk.write("real/deep/b.py", "x\n")
     alias.symlink("linked", "real")
@@ -342,19 +323,14 @@ def test_link_to_inside_directory_not_entered(session, disk, alias, editspec_bas
     rationale="A walker that follows links into a cycle never returns, and the agent's turn "
     "dies with it.",
 )
-def test_symlink_loops_do_not_hang(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_symlink_loops_do_not_hang(session, disk, alias, symlinks):
     disk.write("a.txt", "x\n")
     disk.write("sub/b.txt", "x\n")
-    alias.symlink("self", "self")
-    alias.symlink("ping", "pong")
-    alias.symlink("pong", "ping")
-    alias.symlink("sub/up", "..")
-    alias.symlink("sub/root", disk.root)
+    loops = plant_symlink_loops(disk, alias)
     before = disk.snapshot()
     for pattern in ("**", "**/*.txt", "sub/**"):
         found = list(within(10, lambda p=pattern: session.glob(p).paths, what=f"glob({pattern!r})"))
-        assert not [p for p in found if p.startswith(("sub/up/", "sub/root/"))], (pattern, found)
+        assert not [p for p in found if p.startswith(loops)], (pattern, found)
     txt = within(10, lambda: session.glob("**/*.txt").paths, what="glob('**/*.txt')")
     assert sorted(txt) == ["a.txt", "sub/b.txt"]
     disk.assert_unchanged(before)
@@ -373,10 +349,10 @@ def test_files_before_directories(session, disk):
         disk.write(name, "x\n")
     for name in ("beta-dir", "zeta-dir"):
         disk.mkdir(name)
-    _set_mtime(disk, "alpha-file", 10)
-    _set_mtime(disk, "omega-file", 20)
-    _set_mtime(disk, "beta-dir", 900)
-    _set_mtime(disk, "zeta-dir", 800)
+    set_mtime(disk, "alpha-file", 10)
+    set_mtime(disk, "omega-file", 20)
+    set_mtime(disk, "beta-dir", 900)
+    set_mtime(disk, "zeta-dir", 800)
     found = _paths(session, "*-*")
     assert found[:2] in (["omega-file", "alpha-file"], ["alpha-file", "omega-file"]), found
     assert sorted(found[2:]) == ["beta-dir", "zeta-dir"], found
@@ -396,14 +372,14 @@ def test_order_by_mtime_then_path(session, disk):
         disk.write(rel, "x\n")
     for rel in ("adir", "mdir", "zdir"):
         disk.mkdir(rel)
-    _set_mtime(disk, "old.txt", 0)
-    _set_mtime(disk, "new.txt", 300)
-    _set_mtime(disk, "sub/deep.txt", 200)
-    _set_mtime(disk, "mid-a.txt", 100)
-    _set_mtime(disk, "mid-b.txt", 100)
-    _set_mtime(disk, "zdir", 500)
-    _set_mtime(disk, "adir", 50)
-    _set_mtime(disk, "mdir", 50)
+    set_mtime(disk, "old.txt", 0)
+    set_mtime(disk, "new.txt", 300)
+    set_mtime(disk, "sub/deep.txt", 200)
+    set_mtime(disk, "mid-a.txt", 100)
+    set_mtime(disk, "mid-b.txt", 100)
+    set_mtime(disk, "zdir", 500)
+    set_mtime(disk, "adir", 50)
+    set_mtime(disk, "mdir", 50)
     assert _paths(session, "**/*.txt") == [
         "new.txt",
         "sub/deep.txt",
@@ -477,16 +453,10 @@ def test_path_argument_scopes_the_search(session, disk):
     rationale="Glob's path is a path like any other; confining only Read and Write leaves "
     "Glob to map the rest of the disk.",
 )
-def test_path_argument_is_confined(session, disk, alias, editspec_base):
+def test_path_argument_is_confined(session, disk, alias):
     (alias.outside / "secret.txt").write_text("secret\n")
     disk.write("inside.txt", "x\n")
-    paths = ["..", "../outside", str(alias.outside), "/"]
-    try:
-        alias.symlink("out", alias.outside)
-    except (OSError, NotImplementedError):
-        pass
-    else:
-        paths.append("out")
+    paths = escaping_paths(alias, {"out": alias.outside})
     before = disk.snapshot()
     for path in paths:
         with raises_code("OUTSIDE_WORKSPACE"):

@@ -7,24 +7,13 @@ also takes ``deadline=`` (a ``time.monotonic()`` value) and ``cancel=`` (a
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
-import pytest
-
 from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code, within
+from editspec.spec._search_kit import escaping_paths, plant_symlink_loops
 
 MARKER = "zebra_marker_7f3a"
-
-
-def _require_symlinks(base):
-    probe = base / ".symlink-probe"
-    try:
-        os.symlink("target", probe)
-    except (OSError, NotImplementedError):
-        pytest.skip("the file system does not support symlinks")
-    probe.unlink()
 
 
 def _where(result):
@@ -319,14 +308,7 @@ def test_path_argument_is_confined(session, disk, alias):
     secret = alias.outside / "secret.txt"
     secret.write_text(f"{MARKER}\n")
     disk.write("inside.txt", f"{MARKER}\n")
-    paths = ["..", "../outside", str(alias.outside), str(secret), "/"]
-    try:
-        alias.symlink("out", alias.outside)
-        alias.symlink("file-link.txt", secret)
-    except (OSError, NotImplementedError):
-        pass
-    else:
-        paths += ["out", "file-link.txt"]
+    paths = [str(secret), *escaping_paths(alias, {"out": alias.outside, "file-link.txt": secret})]
     before = disk.snapshot()
     for path in paths:
         with raises_code("OUTSIDE_WORKSPACE"):
@@ -343,8 +325,7 @@ def test_path_argument_is_confined(session, disk, alias):
     rationale="A planted link turns a search of the project into a search of the user's home "
     "directory, secrets included.",
 )
-def test_links_to_outside_are_not_followed(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_links_to_outside_are_not_followed(session, disk, alias, symlinks):
     (alias.outside / "nested").mkdir()
     (alias.outside / "secret.txt").write_text(f"outside {MARKER}\n")
     (alias.outside / "nested" / "deeper.txt").write_text(f"outside {MARKER}\n")
@@ -369,15 +350,10 @@ def test_links_to_outside_are_not_followed(session, disk, alias, editspec_base):
     "hang a search: it returns within seconds with the matches of the real files.",
     rationale="A search that follows a cycle never ends, and the agent's turn ends with it.",
 )
-def test_symlink_loops_do_not_hang(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_symlink_loops_do_not_hang(session, disk, alias, symlinks):
     disk.write("a.txt", f"{MARKER}\n")
     disk.write("sub/b.txt", f"{MARKER}\n")
-    alias.symlink("self", "self")
-    alias.symlink("ping", "pong")
-    alias.symlink("pong", "ping")
-    alias.symlink("sub/up", "..")
-    alias.symlink("sub/root", disk.root)
+    plant_symlink_loops(disk, alias)
     before = disk.snapshot()
     result = within(10, lambda: session.grep(MARKER), what="grep over symlink loops")
     assert _matched_paths(result) == ["a.txt", "sub/b.txt"]
@@ -394,12 +370,18 @@ def test_symlink_loops_do_not_hang(session, disk, alias, editspec_base):
     "overstates it.",
 )
 def test_files_searched_counts_searched_files(session, disk):
-    for rel in ("a.py", "b.txt", "sub/c.md"):
+    # Every file outside .git holds "plain", so the files searched are exactly the files
+    # matched: the three below, and .gitignore where hidden files are searched.
+    disk.write(".gitignore", "# plain text: logs and build output are ignored\n*.log\nbuild/\n")
+    for rel in ("a.py", "b.txt", "sub/c.md", "debug.log", "sub/trace.log", "build/out.txt"):
         disk.write(rel, "plain text\n")
     disk.write(".git/config", "[core]\n")
     disk.write(".git/HEAD", "ref: refs/heads/main\n")
-    assert session.grep("absent").files_searched == 3
-    assert session.grep("plain").files_searched == 3
+    plain = session.grep("plain")
+    searched = {m.path for m in plain.matches}
+    assert searched - {".gitignore"} == {"a.py", "b.txt", "sub/c.md"}
+    assert plain.files_searched == len(searched)
+    assert session.grep("absent").files_searched == len(searched)
 
 
 @clause(

@@ -8,17 +8,11 @@ import os
 import pytest
 
 from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code, within
-
-EPOCH_NS = 1_600_000_000 * 1_000_000_000
-
-
-def _require_symlinks(base):
-    probe = base / ".symlink-probe"
-    try:
-        os.symlink("target", probe)
-    except (OSError, NotImplementedError):
-        pytest.skip("the file system does not support symlinks")
-    probe.unlink()
+from editspec.spec._search_kit import (
+    escaping_paths,
+    plant_symlink_loops,
+    set_mtime,
+)
 
 
 def _by_name(result):
@@ -85,15 +79,18 @@ def test_typed_entries(session, disk):
     rationale="Agents look for recently changed files; a time in another unit or of the link "
     "target misleads them.",
 )
-def test_mtime_is_the_entry_own(session, disk):
+def test_mtime_is_the_entry_own(session, disk, alias):
     disk.write("a.txt", "x\n")
     disk.mkdir("d")
-    stamp = EPOCH_NS + 12_500_000_000
-    os.utime(disk.path("a.txt"), ns=(stamp, stamp))
-    os.utime(disk.path("d"), ns=(stamp + 10**9, stamp + 10**9))
+    own = {"a.txt": set_mtime(disk, "a.txt", 12.5), "d": set_mtime(disk, "d", 100)}
+    try:
+        alias.symlink("link", "a.txt")
+        own["link"] = set_mtime(disk, "link", 5000)  # the link's own time, not a.txt's
+    except (OSError, NotImplementedError):
+        pass  # no symlinks (or no lutimes) here: files and directories still show the rule
     entries = _by_name(session.list_directory("."))
-    assert abs(float(entries["a.txt"].mtime) - stamp / 1e9) < 1.0
-    assert abs(float(entries["d"].mtime) - (stamp / 1e9 + 1.0)) < 1.0
+    for name, stamp in own.items():
+        assert abs(float(entries[name].mtime) - stamp / 1e9) < 1.0, (name, entries[name].mtime)
 
 
 @clause(
@@ -105,8 +102,7 @@ def test_mtime_is_the_entry_own(session, disk):
     rationale="Showing a link to the outside as a directory, or listing its contents, maps the "
     "disk beyond the root for the agent.",
 )
-def test_symlinks_are_typed_and_not_followed(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_symlinks_are_typed_and_not_followed(session, disk, alias, symlinks):
     (alias.outside / "outside-only.txt").write_text("secret\n")
     disk.write("real.txt", "x\n")
     disk.write("realdir/inside.txt", "x\n")
@@ -116,19 +112,21 @@ def test_symlinks_are_typed_and_not_followed(session, disk, alias, editspec_base
         "to-outside": str(alias.outside),
         "rel-outside": "../outside",
         "dangling": "no-such-target",
+        "realdir/deep-out": "../../outside",
     }
-    for name, target in links.items():
-        alias.symlink(name, target)
+    for rel, target in links.items():
+        alias.symlink(rel, target)
     before = disk.snapshot()
-    entries = _by_name(session.list_directory(".", depth=3))
-    for name, target in links.items():
-        assert entries[name].type == "symlink", name
-        stored = entries[name].symlink_target
-        resolved = os.path.normpath(os.path.join(disk.root, target))
-        assert stored in (target, resolved), (name, stored)
-    assert "outside-only.txt" not in entries
-    paths = [entry.path for entry in session.list_directory(".", depth=3).entries]
-    assert not [p for p in paths if p.startswith(tuple(name + "/" for name in links))], paths
+    listed = session.list_directory(".", depth=3).entries
+    entries = {entry.path: entry for entry in listed}
+    for rel, target in links.items():
+        assert entries[rel].type == "symlink", rel
+        stored = entries[rel].symlink_target
+        resolved = os.path.normpath(os.path.join(disk.root, os.path.dirname(rel), target))
+        assert stored in (target, resolved), (rel, stored)
+    assert "outside-only.txt" not in [entry.name for entry in listed]
+    paths = sorted(entries)
+    assert not [p for p in paths if p.startswith(tuple(rel + "/" for rel in links))], paths
     assert "realdir/inside.txt" in paths
     disk.assert_unchanged(before)
 
@@ -305,7 +303,7 @@ def test_invalid_cursor(session, disk):
     for i in range(5):
         disk.write(f"f{i}.txt", "x\n")
     before = disk.snapshot()
-    for cursor in ("not a cursor!", "{}", "\0\0\0", "%%%%", "Zm9vYmFy", "x" * 300):
+    for cursor in ("not a cursor!", "{}", "\0\0\0", "%%%%", "Zm9vYmFy", "x" * 300, ""):
         with raises_code("INVALID_ARGUMENT"):
             session.list_directory(".", max_entries=2, cursor=cursor)
     disk.assert_unchanged(before)
@@ -348,14 +346,7 @@ def test_damaged_or_foreign_cursor(session, disk):
 def test_path_is_confined(session, disk, alias):
     (alias.outside / "secret.txt").write_text("secret\n")
     disk.write("inside.txt", "x\n")
-    paths = ["..", "../outside", str(alias.outside), "/"]
-    try:
-        alias.symlink("out", alias.outside)
-        alias.symlink("nested/deeper-out", "../../outside")
-    except (OSError, NotImplementedError):
-        pass
-    else:
-        paths += ["out", "nested/deeper-out"]
+    paths = escaping_paths(alias, {"out": alias.outside, "nested/deeper-out": "../../outside"})
     before = disk.snapshot()
     for path in paths:
         with raises_code("OUTSIDE_WORKSPACE"):
@@ -371,19 +362,14 @@ def test_path_is_confined(session, disk, alias):
     "hang a deep listing: it returns within seconds.",
     rationale="A lister that enters links loops forever on a link to '..'.",
 )
-def test_symlink_loops_do_not_hang(session, disk, alias, editspec_base):
-    _require_symlinks(editspec_base)
+def test_symlink_loops_do_not_hang(session, disk, alias, symlinks):
     disk.write("sub/a.txt", "x\n")
-    alias.symlink("self", "self")
-    alias.symlink("ping", "pong")
-    alias.symlink("pong", "ping")
-    alias.symlink("sub/up", "..")
-    alias.symlink("sub/root", disk.root)
+    loops = plant_symlink_loops(disk, alias)
     before = disk.snapshot()
     result = within(10, lambda: session.list_directory(".", depth=8), what="list_directory")
     paths = _paths(result)
     assert "sub/a.txt" in paths
-    assert not [p for p in paths if p.startswith(("sub/up/", "sub/root/", "self/"))], paths
+    assert not [p for p in paths if p.startswith(loops)], paths
     disk.assert_unchanged(before)
 
 
