@@ -5,9 +5,9 @@
 ``Workspace(root, state_dir, fs=...)``. ``powerloss`` derives the states a power cut
 can leave from a recorded trace, and ``ostrace`` records that trace at the ``os`` level
 for any Python implementation (``python_fs``); ``harness`` runs scenarios with faults
-(of one process, or several in phases) and checks recovery; ``machines`` holds the Hypothesis state machines; ``explore`` and ``replay``
-are the ``editspec explore`` and ``editspec replay`` commands (``main_explore``,
-``main_replay``).
+(of one process, or several in phases) and checks recovery; ``machines`` holds the
+Hypothesis state machines; ``explore`` and ``replay`` are the ``editspec explore`` and
+``editspec replay`` commands (``main_explore``, ``main_replay``).
 """
 
 from editspec.fault_injection.faultfs import (
