@@ -742,6 +742,25 @@ class PhasesRun:
     reports: tuple[tuple[int, int | None, PhaseReport], ...]  # (phase, step or None, report)
     final: StepReport
     killed: tuple[str, ...] = ()
+    # Where a finished step departed from its own "outcomes" or "expect", in order.
+    divergences: tuple[str, ...] = ()
+
+
+def step_problems(sandbox: Sandbox, step: Mapping[str, Any], report: PhaseReport) -> list[str]:
+    """How a step of a phase departs from what it expects (outcome, then disk)."""
+    allowed = step.get("outcomes")
+    if allowed and report.outcome is not None and report.outcome.code not in allowed:
+        return [
+            f"the engine answered {report.outcome.code}; the model expects one of "
+            f"{', '.join(allowed)}"
+        ]
+    expected = step.get("expect")
+    if expected is None:
+        return []
+    problems, _notes, _actual = check_outcome(
+        sandbox, StepReport(report.outcome), expected, journals=False
+    )
+    return problems
 
 
 def run_phases(
@@ -751,28 +770,50 @@ def run_phases(
     watch: Callable[[OpEvent], None] | None = None,
     timeout: float = 30.0,
 ) -> PhasesRun:
-    """Run every phase of ``scenario``, then the final recovery."""
+    """Run every phase of ``scenario``, then the final recovery.
+
+    Each step that finishes (at once, or when its process resumes) is held to its own
+    ``"outcomes"`` and ``"expect"`` right then, before the next phase touches the disk.
+    """
     processes = Processes(sandbox, count=scenario.count, watch=watch, timeout=timeout)
     processes.start(scenario.initial)
     reports: list[tuple[int, int | None, PhaseReport]] = []
+    divergences: list[str] = []
+    waiting: dict[str, tuple[str, Mapping[str, Any]]] = {}
+
+    def held_to(where: str, step: Mapping[str, Any], report: PhaseReport) -> None:
+        divergences.extend(
+            f"{where}: {problem}" for problem in step_problems(sandbox, step, report)
+        )
+
     for number, phase in enumerate(scenario.phases):
         if phase.resume:
-            reports.append((number, None, processes.resume(phase.process)))
+            report = processes.resume(phase.process)
+            reports.append((number, None, report))
+            where, step = waiting.pop(phase.process)
+            held_to(where, step, report)
         elif phase.process not in processes.processes:
             opened = processes.open(phase.process, phase.open_fault)
             reports.append((number, None, opened))
             if opened.outcome is None:
                 continue
         for index, step in enumerate(phase.steps):
-            reports.append((number, index, processes.run(phase.process, step)))
+            report = processes.run(phase.process, step)
+            reports.append((number, index, report))
+            where = f"phase {number + 1}, step {index + 1}"
+            if report.paused:
+                waiting[phase.process] = (where, step)
+            else:
+                held_to(where, step, report)
     killed = tuple(processes.kill_all())
-    return PhasesRun(tuple(reports), processes.recover(), killed)
+    return PhasesRun(tuple(reports), processes.recover(), killed, tuple(divergences))
 
 
 def check_phases(sandbox: Sandbox, scenario: Scenario, *, timeout: float = 30.0) -> Verdict:
     """Run a phased scenario and check the disk after its final recovery; a failure or None."""
     run = run_phases(sandbox, scenario, timeout=timeout)
     problems, notes, actual = check_outcome(sandbox, run.final, scenario.expected)
+    problems = [*run.divergences, *problems]
     if not problems:
         return Verdict(None, tuple(notes))
     finding = attrs.evolve(scenario, actual=actual, problems=tuple(problems))

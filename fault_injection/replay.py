@@ -147,25 +147,6 @@ def _divergence(out: TextIO, where: str, problems: Sequence[str]) -> int:
     return 1
 
 
-def _step_problems(
-    sandbox: harness.Sandbox, step: Mapping[str, Any], report: harness.PhaseReport
-) -> list[str]:
-    """How a step of a phase departs from what it expects (outcome, then disk)."""
-    allowed = step.get("outcomes")
-    if allowed and report.outcome is not None and report.outcome.code not in allowed:
-        return [
-            f"the engine answered {report.outcome.code}; the model expects one of "
-            f"{', '.join(allowed)}"
-        ]
-    expected = step.get("expect")
-    if expected is None:
-        return []
-    problems, _notes, _actual = harness.check_outcome(
-        sandbox, harness.StepReport(report.outcome), expected, journals=False
-    )
-    return problems
-
-
 def _report_text(report: harness.PhaseReport) -> str:
     if report.paused:
         return f"    -> paused: process {report.process} waits while the next phases run\n"
@@ -215,7 +196,7 @@ def _replay_phases(scenario: Scenario, base: str, out: TextIO, *, verbose: bool)
                 out.write(f"    process {name} resumes its step of phase {started}\n")
                 report = processes.resume(name)
                 out.write(_report_text(report))
-                problems = _step_problems(sandbox, step, report)
+                problems = harness.step_problems(sandbox, step, report)
                 if problems:
                     return _divergence(out, f"at phase {number}", problems)
             elif name not in processes.processes:
@@ -244,7 +225,7 @@ def _replay_phases(scenario: Scenario, base: str, out: TextIO, *, verbose: bool)
                 if report.paused:
                     waiting[name] = (number, step)
                     continue
-                problems = _step_problems(sandbox, step, report)
+                problems = harness.step_problems(sandbox, step, report)
                 if problems:
                     return _divergence(out, f"at phase {number}, step {index + 1}", problems)
         for name in processes.kill_all():

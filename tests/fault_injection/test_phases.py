@@ -308,3 +308,32 @@ def test_a_paused_step_stops_exactly_there_while_the_next_phases_run(tmp_path: P
     assert run.killed == () and run.final.restart_error is None
     assert box.tree() == whole and not box.journals()
     assert "process B pauses here, after rename" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("expect", "outcomes", "fails"),
+    [
+        ([PATCHED], None, False),
+        ([ORIGINAL], None, True),  # the disk right after the patch is not the original
+        (None, ["STALE"], True),  # the patch succeeds, it does not answer STALE
+    ],
+)
+def test_check_phases_holds_each_step_to_its_own_expectations(
+    tmp_path: Path, expect: Any, outcomes: Any, fails: bool
+) -> None:
+    step: dict[str, Any] = dict(PATCH)
+    if expect is not None:
+        step["expect"] = expect
+    if outcomes is not None:
+        step["outcomes"] = outcomes
+    scenario = Scenario(
+        name="step-expectations",
+        initial=ORIGINAL,
+        phases=(Phase(process="A", steps=(READ, step)),),
+        expected=(PATCHED,),
+    )
+    verdict = harness.check_phases(harness.Sandbox(tmp_path / "box"), scenario)
+    assert (verdict.finding is not None) == fails
+    if fails:
+        assert verdict.finding is not None
+        assert any(problem.startswith("phase 1, step 2: ") for problem in verdict.finding.problems)
