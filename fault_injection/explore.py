@@ -10,6 +10,12 @@ it once cleanly (``harness.baseline``), then checks, in worker processes:
 * every distinct power-loss state of the step's trace under ``--model`` (``ordered``
   by default, or ``strict``), each recovered and checked.
 
+With ``--driver MODULE:FACTORY`` the same scenarios run through any Python driver that
+declares ``python_fs`` (DESIGN §2), reached only through the contract: the crash points
+are its own mutating ``os`` calls and the power-loss states come from their trace
+(``driver_runner``, ``ostrace``). A scenario whose capabilities the driver lacks is
+skipped with a message (an error when asked for by name).
+
 Every failure is saved as a scenario (``--out``, default ``editspec-failures/``) that
 ``editspec replay`` re-runs. It prints a progress bar on stderr and a table on stdout;
 the exit status is 1 if anything failed.
@@ -27,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from multiprocessing.util import Finalize
+from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
@@ -180,16 +187,23 @@ def recovery_crash() -> Scenario:
 @attrs.frozen
 class Standard:
     build: Callable[[], Scenario]
+    requires: frozenset[str]  # the capabilities a driver needs for it (DESIGN §2)
     recovery_crashes: bool = False
 
 
+_PATCH_NEEDS = frozenset({"read", "read_before_write", "apply_patch"})
 STANDARD: dict[str, Standard] = {
-    "single-write": Standard(single_write),
-    "update-10-files": Standard(update_ten_files),
-    "add-delete-move": Standard(add_delete_move),
-    "rewind-5": Standard(rewind_five),
-    "recovery-crash": Standard(recovery_crash, recovery_crashes=True),
+    "single-write": Standard(single_write, frozenset({"write", "cas"})),
+    "update-10-files": Standard(update_ten_files, _PATCH_NEEDS),
+    "add-delete-move": Standard(add_delete_move, _PATCH_NEEDS),
+    "rewind-5": Standard(rewind_five, frozenset({"read", "write", "snapshots"})),
+    "recovery-crash": Standard(recovery_crash, _PATCH_NEEDS, recovery_crashes=True),
 }
+
+
+def missing_capabilities(name: str, capabilities: frozenset[str]) -> list[str]:
+    """What a driver lacks for standard scenario ``name`` (``python_fs`` included)."""
+    return sorted((STANDARD[name].requires | {"python_fs"}) - capabilities)
 
 
 #: Power-loss states enumerated per cut point, by model. The ordered model is never
@@ -223,8 +237,9 @@ class TaskResult:
 class _Worker:
     """Per-process state: one sandbox, cached baselines and power-loss states."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, driver: str = "") -> None:
         self.backend = backend
+        self.driver = driver
         self.patcher: Any = None
         inner: Callable[[], FileSystem] = FileSystem
         if backend == "memory":
@@ -246,8 +261,13 @@ class _Worker:
 
     def baseline(self, name: str) -> tuple[Scenario, harness.Baseline]:
         if name not in self.baselines:
-            scenario = STANDARD[name].build()
-            self.baselines[name] = (scenario, harness.baseline(self.sandbox, scenario))
+            scenario = attrs.evolve(STANDARD[name].build(), driver=self.driver)
+            base = harness.baseline(self.sandbox, scenario)
+            if not base.outcome.ok:
+                raise CleanRunFailed(
+                    f"the clean run of {name} failed: {base.outcome.code}: {base.outcome.message}"
+                )
+            self.baselines[name] = (scenario, base)
         return self.baselines[name]
 
     def power_states(self, name: str, model: str, limit: int) -> tuple[list[PowerState], bool]:
@@ -284,12 +304,16 @@ class _Worker:
         return TaskResult(task, len(verdicts), failures, notes, time.perf_counter() - started)
 
 
+class CleanRunFailed(RuntimeError):
+    """A scenario's step failed without any fault: there is nothing to explore."""
+
+
 _WORKER: _Worker | None = None
 
 
-def _init_worker(backend: str) -> None:
+def _init_worker(backend: str, driver: str = "") -> None:
     global _WORKER
-    _WORKER = _Worker(backend)
+    _WORKER = _Worker(backend, driver)
 
 
 def _run_task(task: Task) -> TaskResult:
@@ -389,21 +413,29 @@ def explore(
     out: str | None = "editspec-failures",
     progress: TextIO | None = None,
     limit: int | None = None,
+    driver: str = "",
 ) -> tuple[list[Row], list[str], float]:
-    """Run the exploration; return the rows, the saved failure files and the wall time."""
+    """Run the exploration; return the rows, the saved failure files and the wall time.
+
+    ``driver`` (``module:factory``) explores a Python driver that declares ``python_fs``
+    instead of the reference; the names must be scenarios it has the capabilities for
+    (``missing_capabilities``).
+    """
     started = time.perf_counter()
     if limit is None:
         limit = DEFAULT_LIMITS[model]
+    if driver and backend != "disk":
+        raise ValueError("a driver is explored on disk only (its os calls are intercepted)")
     # In memory, every run happens in worker processes: pyfakefs patches the process it
     # runs in, and this one still has to write the failure files to the real disk.
     use_pool = jobs > 1 or backend == "memory"
     pool = (
-        ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(backend,))
+        ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(backend, driver))
         if use_pool
         else None
     )
     if pool is None:
-        worker = _worker_here(backend)
+        worker = _worker_here(backend, driver)
         tasks, bounded = plan(names, model, worker, limit=limit)
     else:
         tasks, bounded = pool.submit(_plan_task, tuple(names), model, limit).result()
@@ -452,11 +484,30 @@ def explore(
     return list(rows.values()), sorted(saved), time.perf_counter() - started
 
 
-def _worker_here(backend: str) -> _Worker:
+def _worker_here(backend: str, driver: str = "") -> _Worker:
     global _WORKER
-    if _WORKER is None or _WORKER.backend != backend:
-        _WORKER = _Worker(backend)
+    if _WORKER is None or (_WORKER.backend, _WORKER.driver) != (backend, driver):
+        _WORKER = _Worker(backend, driver)
     return _WORKER
+
+
+def driver_capabilities(driver: str) -> tuple[str, frozenset[str]]:
+    """The name and capabilities a driver declares, from one instance in a scratch directory."""
+    from editspec.fault_injection.driver_runner import driver_factory
+
+    base = tempfile.mkdtemp(prefix="editspec-probe-")
+    try:
+        os.mkdir(os.path.join(base, "ws"))
+        os.mkdir(os.path.join(base, "state"))
+        instance = driver_factory(driver)(
+            Path(os.path.join(base, "ws")), Path(os.path.join(base, "state"))
+        )
+        try:
+            return str(getattr(instance, "name", driver)), frozenset(instance.capabilities)
+        finally:
+            instance.close()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
@@ -547,18 +598,59 @@ def main_explore(
         default=None,
         help="power-loss states per cut point (default: ordered 4096, strict 64)",
     )
+    parser.add_argument(
+        "--driver",
+        metavar="MODULE:FACTORY",
+        default="",
+        help="explore this Python DriverFactory (it must declare python_fs) instead of the "
+        "reference: crashes and power cuts at its own os calls",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     names = args.scenario or list(STANDARD)
-    rows, saved, wall = explore(
-        names,
-        model=args.model,
-        jobs=max(1, args.jobs),
-        backend="memory" if args.memory else "disk",
-        out=args.out,
-        progress=None if args.no_progress else err_stream,
-        limit=args.limit,
-    )
+    if args.driver:
+        if args.memory:
+            parser.error("--memory runs the reference only: a driver is explored on disk")
+        from editspec.spec.drivers import DriverLoadError
+
+        try:
+            label, capabilities = driver_capabilities(args.driver)
+        except DriverLoadError as exc:
+            parser.error(str(exc))
+        if "python_fs" not in capabilities:
+            parser.error(
+                f"{args.driver} does not declare python_fs: only a driver running in this "
+                "process can be crashed at its os calls (for a server, see the process "
+                "clauses of editspec check --mcp)"
+            )
+        lacking = {name: missing_capabilities(name, capabilities) for name in names}
+        if args.scenario and any(lacking.values()):
+            parser.error(
+                "; ".join(
+                    f"{name} needs {', '.join(need)}" for name, need in lacking.items() if need
+                )
+            )
+        for name, need in lacking.items():
+            if need:
+                err_stream.write(f"skipping {name}: {label} lacks {', '.join(need)}\n")
+        names = [name for name in names if not lacking[name]]
+        if not names:
+            parser.error(f"{label} has the capabilities of no standard scenario")
+        out_stream.write(f"driver {args.driver} ({label})\n")
+    try:
+        rows, saved, wall = explore(
+            names,
+            model=args.model,
+            jobs=max(1, args.jobs),
+            backend="memory" if args.memory else "disk",
+            out=args.out,
+            progress=None if args.no_progress else err_stream,
+            limit=args.limit,
+            driver=args.driver,
+        )
+    except CleanRunFailed as exc:
+        err_stream.write(f"editspec explore: {exc}\n")
+        return 1
     out_stream.write(format_table(rows, args.model, wall) + "\n")
     out_stream.write(f"wall time {wall:.1f} s with {max(1, args.jobs)} process(es)\n")
     if saved:

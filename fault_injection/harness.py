@@ -283,6 +283,59 @@ class Runner:
             return StepReport(None, restart_error=f"{type(exc).__name__}: {exc}")
         return StepReport(None)
 
+    def record(self, step: Mapping[str, Any]) -> Recorded:
+        """Run ``step`` without a fault, recording its trace for the power-loss model."""
+        assert self.fs is not None and self.workspace is not None
+        recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+        recorder.start(self.fs)
+        self.fs.arm(None)
+        try:
+            outcome = perform(self.workspace, step, self.sandbox.root)
+        finally:
+            recorder.stop()
+        return Recorded(outcome, self.fs.count, recorder.image, tuple(recorder.ops))
+
+    def recovery_count(self, step: Mapping[str, Any], at: int) -> int:
+        """Crash ``step`` at counted operation ``at``; the counted operations of the recovery."""
+        assert self.fs is not None
+        self.fs.arm(CrashAt(at))
+        with contextlib.suppress(SimulatedCrash):
+            perform(self.workspace, step, self.sandbox.root)
+        self.restart("crash")
+        assert self.fs is not None
+        return self.fs.count
+
+    def close(self) -> None:
+        """Nothing to release: a workspace holds no descriptor between calls."""
+
+
+@attrs.frozen
+class Recorded:
+    """A clean run of one step: its outcome, counted operations and power-loss trace."""
+
+    outcome: Outcome
+    count: int
+    image: Image
+    trace: tuple[TraceOp, ...]
+
+
+def make_runner(
+    sandbox: Sandbox,
+    scenario: Scenario,
+    *,
+    watch: Callable[..., None] | None = None,
+    on_restart: Callable[[str], None] | None = None,
+) -> Any:
+    """The runner for ``scenario``: the reference through its port, or its named driver.
+
+    ``watch`` sees the reference's ``OpEvent``s, or a driver's ``(OsCall, outcome)``s.
+    """
+    if scenario.driver:
+        from editspec.fault_injection.driver_runner import DriverRunner
+
+        return DriverRunner(sandbox, scenario.driver, watch=watch, on_restart=on_restart)
+    return Runner(sandbox, count=scenario.count, watch=watch, on_restart=on_restart)
+
 
 # -- the checks of one faulted step ------------------------------------------------------
 
@@ -308,7 +361,7 @@ class Baseline:
         return (self.before, self.after)
 
 
-def _setup(runner: Runner, scenario: Scenario) -> None:
+def _setup(runner: Any, scenario: Scenario) -> None:
     runner.start(scenario.initial)
     for step in scenario.steps[:-1]:
         report = runner.run(step)
@@ -318,18 +371,14 @@ def _setup(runner: Runner, scenario: Scenario) -> None:
 
 def baseline(sandbox: Sandbox, scenario: Scenario) -> Baseline:
     """Run ``scenario`` without faults, recording its last step."""
-    runner = Runner(sandbox, count=scenario.count)
-    _setup(runner, scenario)
-    assert runner.fs is not None and runner.workspace is not None
-    before = sandbox.tree()
-    recorder = TraceRecorder([sandbox.root, sandbox.state_dir])
-    recorder.start(runner.fs)
-    runner.fs.arm(None)
-    outcome = perform(runner.workspace, scenario.steps[-1], sandbox.root)
-    recorder.stop()
-    return Baseline(
-        before, sandbox.tree(), outcome, runner.fs.count, recorder.image, tuple(recorder.ops)
-    )
+    runner = make_runner(sandbox, scenario)
+    try:
+        _setup(runner, scenario)
+        before = sandbox.tree()
+        clean = runner.record(scenario.steps[-1])
+    finally:
+        runner.close()
+    return Baseline(before, sandbox.tree(), clean.outcome, clean.count, clean.image, clean.trace)
 
 
 @attrs.frozen
@@ -399,9 +448,12 @@ def with_fault(scenario: Scenario, fault: Mapping[str, Any]) -> Scenario:
 def check_crash(sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int) -> Verdict:
     """Crash at counted operation ``at`` of the last step, recover, check; a failure or None."""
     faulted = with_fault(scenario, {"kind": "crash", "at": at})
-    runner = Runner(sandbox, count=scenario.count)
-    _setup(runner, scenario)
-    report = runner.run(faulted.steps[-1])
+    runner = make_runner(sandbox, scenario)
+    try:
+        _setup(runner, scenario)
+        report = runner.run(faulted.steps[-1])
+    finally:
+        runner.close()
     acceptable = (base.before, base.after)
     problems, notes, actual = check_outcome(sandbox, report, acceptable)
     if not report.crashed:
@@ -443,8 +495,11 @@ def check_power_state(
     """Materialize one power-loss state of the baseline, recover, check."""
     faulted = with_fault(scenario, power_fault(state, model))
     materialize(state, [sandbox.root, sandbox.state_dir])
-    runner = Runner(sandbox, count=scenario.count)
-    report = runner._restart_checked("power loss")
+    runner = make_runner(sandbox, scenario)
+    try:
+        report = runner._restart_checked("power loss")
+    finally:
+        runner.close()
     acceptable = base.acceptable_at(state.point)
     problems, notes, actual = check_outcome(sandbox, report, acceptable)
     return _verdict(faulted, base, acceptable, actual, problems, notes)
@@ -452,15 +507,12 @@ def check_power_state(
 
 def recovery_count(sandbox: Sandbox, scenario: Scenario, at: int) -> int:
     """How many counted operations recovery issues after a crash at ``at``."""
-    runner = Runner(sandbox, count=scenario.count)
-    _setup(runner, scenario)
-    assert runner.fs is not None
-    runner.fs.arm(CrashAt(at))
-    with contextlib.suppress(SimulatedCrash):
-        perform(runner.workspace, scenario.steps[-1], sandbox.root)
-    runner.restart("crash")
-    assert runner.fs is not None
-    return runner.fs.count
+    runner = make_runner(sandbox, scenario)
+    try:
+        _setup(runner, scenario)
+        return int(runner.recovery_count(scenario.steps[-1], at))
+    finally:
+        runner.close()
 
 
 def check_recovery_crash(
@@ -468,9 +520,12 @@ def check_recovery_crash(
 ) -> Verdict:
     """Crash at ``at``, crash the recovery at its ``recovery_at``-th operation, recover again."""
     faulted = with_fault(scenario, {"kind": "recovery_crash", "at": at, "recovery_at": recovery_at})
-    runner = Runner(sandbox, count=scenario.count)
-    _setup(runner, scenario)
-    report = runner.run(faulted.steps[-1])
+    runner = make_runner(sandbox, scenario)
+    try:
+        _setup(runner, scenario)
+        report = runner.run(faulted.steps[-1])
+    finally:
+        runner.close()
     acceptable = (base.before, base.after)
     problems, notes, actual = check_outcome(sandbox, report, acceptable)
     return _verdict(faulted, base, acceptable, actual, problems, notes)

@@ -2,8 +2,10 @@
 
 The scenario's initial tree is written to a fresh temporary sandbox (``ws`` is the
 workspace root, ``state`` its state directory), and its steps are run through the
-reference engine with each step's fault injected (``harness.Runner``). Every port
-operation is printed as it happens, with its counter and outcome; the injected fault is
+reference engine with each step's fault injected (``harness.Runner``), or through the
+Python driver the scenario names (``driver_runner.DriverRunner``). Every port
+operation is printed as it happens, with its counter and outcome (for a driver, each
+mutating ``os`` call, once the block it ran in has ended); the injected fault is
 marked; a restart (a fresh workspace, whose constructor recovers) is announced and its
 operations printed too. For a power cut the step's trace is printed with the cut point,
 the entry operations that were lost and the files whose data was cut.
@@ -12,7 +14,8 @@ After each step that has an expectation (``"expect"`` on the step, or the scenar
 ``expected`` trees for the last step), the disk is compared with it, and a step that lists
 the outcomes the model allows (``"outcomes"``) must end in one of them; the first
 divergence is printed as a diff and the replay stops there. Exit status: 1 if the
-failure reproduces, 0 if every step now matches.
+failure reproduces, 0 if every step now matches, 2 if a saved power cut cannot be
+rebuilt because the step now issues other operations than those it names.
 
 A scenario of several processes (``phases``) is replayed phase by phase: each phase
 names its process, a process's opening (a fresh workspace, recovering) prints its
@@ -34,7 +37,7 @@ from typing import Any, TextIO
 
 from editspec.fault_injection import harness
 from editspec.fault_injection.faultfs import OpEvent
-from editspec.fault_injection.powerloss import TraceOp
+from editspec.fault_injection.powerloss import TraceChanged, TraceOp
 from editspec.fault_injection.scenario import Outcome, Scenario, describe_step, versions
 
 
@@ -68,8 +71,20 @@ class _Printer:
             marker = f"   ({record.outcome[6:]})"
         self.out.write(f"      {counter} {record.name:<16} {paths}{size}{marker}\n")
 
+    def os_call(self, call: Any, outcome: str) -> None:
+        """A driver's mutating ``os`` call (``OsCall``), as the port's operations print."""
+        if not self.live:
+            return
+        paths = " -> ".join(self.path(p) for p in call.paths) if call.paths else call.detail
+        marker = ""
+        if outcome == "crash":
+            marker = "   <== injected crash: the process dies here"
+        elif outcome.startswith("fail:"):
+            marker = f"   <== injected {outcome[5:]}"
+        self.out.write(f"      #{call.index:<3} {call.name:<16} {paths}{marker}\n")
+
     def restart(self, why: str) -> None:
-        if why != "start":
+        if self.live and why != "start":
             self.out.write(f"    -- restart after {why}: a fresh workspace recovers --\n")
 
 
@@ -252,10 +267,24 @@ def _replay(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int
         return _replay_phases(scenario, base, out, verbose=verbose)
     sandbox = harness.Sandbox(base)
     printer = _Printer(out, sandbox.base, verbose=verbose)
-    runner = harness.Runner(
-        sandbox, count=scenario.count, watch=printer.event, on_restart=printer.restart
+    runner = harness.make_runner(
+        sandbox,
+        scenario,
+        watch=printer.os_call if scenario.driver else printer.event,
+        on_restart=printer.restart,
     )
     out.write(f"  sandbox {sandbox.base} (ws = workspace root, state = state directory)\n")
+    if scenario.driver:
+        out.write(f"  driver {scenario.driver}: counted operations are its mutating os calls\n")
+    try:
+        return _replay_steps(scenario, sandbox, printer, runner, out)
+    finally:
+        runner.close()
+
+
+def _replay_steps(
+    scenario: Scenario, sandbox: harness.Sandbox, printer: _Printer, runner: Any, out: TextIO
+) -> int:
     out.write(f"  initial tree: {len(scenario.initial)} entries\n")
     printer.live = False
     runner.start(scenario.initial)
@@ -269,7 +298,14 @@ def _replay(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int
         out.write(headline + "\n")
         if fault is not None and fault["kind"] == "power_loss":
             printer.live = False
-        report = runner.run(step)
+        try:
+            report = runner.run(step)
+        except TraceChanged as exc:
+            out.write(
+                f"  cannot replay step {number + 1}: it now issues a different sequence of "
+                f"operations, and the saved power cut names some it no longer has ({exc})\n"
+            )
+            return 2
         printer.live = True
         if fault is not None and fault["kind"] == "power_loss":
             recorded = scenario.trace if "fail_at" not in fault else ()  # a clean run's

@@ -21,6 +21,11 @@ injected error during the step, before the cut) and ``{"kind": "recovery_crash",
 "step": i, "at": k, "recovery_at": j}``. After a faulted step the process "restarts": a
 fresh ``Workspace`` is opened (its constructor recovers) before the next step.
 
+A scenario may name a Python driver (``"driver": "module:factory"``, a ``DriverFactory``
+of an implementation that declares ``python_fs``): its steps then run through that
+driver's contract, and its faults count the driver's mutating ``os`` calls instead of
+the reference's port operations (``editspec.fault_injection.driver_runner``).
+
 Several processes (``FORMAT_PROCESSES``): a scenario with ``phases`` instead of
 ``steps``. Each ``Phase`` names a process and the steps it runs, in order; a process is
 opened (a fresh ``Workspace`` over the same root and state directory, its constructor
@@ -167,8 +172,11 @@ class Scenario:
     description: str = ""
     versions: Mapping[str, str] = attrs.field(factory=versions)
     phases: tuple[Phase, ...] = ()  # several processes (then ``steps`` is empty)
+    driver: str = ""  # "module:factory" of a python_fs driver; empty: the reference's port
 
     def __attrs_post_init__(self) -> None:
+        if self.driver and self.phases:
+            raise ValueError("a scenario of several processes runs the reference engine only")
         if self.phases:
             if self.steps:
                 raise ValueError("a scenario has steps (one process) or phases, not both")
@@ -216,6 +224,7 @@ class Scenario:
             "expected": [trees.to_json(tree) for tree in self.expected],
             "actual": None if self.actual is None else trees.to_json(self.actual),
             "problems": list(self.problems),
+            **({"driver": self.driver} if self.driver else {}),
         }
 
     @classmethod
@@ -238,6 +247,7 @@ class Scenario:
             actual=None if actual is None else trees.from_json(actual),
             problems=tuple(value.get("problems", ())),
             phases=tuple(Phase.from_json(phase) for phase in value.get("phases", ())),
+            driver=str(value.get("driver") or ""),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -9,6 +9,8 @@ command line through the adapter ``editspec.spec.drivers.mcp``.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +47,30 @@ class DriverSpec:
         return cls(driver=data.get("driver"), mcp=data.get("mcp"), mcp_map=data.get("mcp_map"))
 
 
+def _import_here(module_name: str) -> Any:
+    """Import a module as ``python -m`` would: the current directory is searched too."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        top = module_name.partition(".")[0]
+        if exc.name != top or here in sys.path or "" in sys.path:
+            raise
+        sys.path.insert(0, here)
+        return importlib.import_module(module_name)
+
+
 def load_factory(spec: str) -> DriverFactory:
-    """Import ``module:attribute`` (the attribute may be dotted) and check it is callable."""
+    """Import ``module:attribute`` (the attribute may be dotted) and check it is callable.
+
+    The module is looked up on ``sys.path`` and then, as ``python -m`` does, in the
+    current directory.
+    """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise DriverLoadError(f"a driver is named as module:factory, not {spec!r}")
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = _import_here(module_name)
     except ImportError as exc:
         raise DriverLoadError(f"cannot import driver module {module_name!r}: {exc}") from exc
     for part in attribute.split("."):

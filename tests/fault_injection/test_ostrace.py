@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,89 +20,15 @@ import pytest
 from editspec.fault_injection import harness, ostrace, trees
 from editspec.fault_injection.powerloss import power_loss_states
 from editspec.fault_injection.scenario import SESSION, Scenario
-from editspec.reference import Workspace
 from editspec.spec.crash import OsInterceptor
+from tests.fault_injection.python_drivers import (
+    Atomic,
+    AtomicWithoutDirSync,
+    Careless,
+    Elsewhere,
+    OpaqueReference,
+)
 from tests.mutants import durability
-
-
-class OpaqueReference:
-    """The reference engine behind the driver contract, its file system not wrapped."""
-
-    capabilities = frozenset({"read", "write", "edit", "apply_patch", "recovery", "python_fs"})
-
-    def __init__(self, root: Path, state_dir: Path) -> None:
-        self._workspace = Workspace(root, state_dir)
-
-    def open_session(self, session_id: str) -> Any:
-        return self._workspace.session(session_id)
-
-    def recover(self) -> Any:
-        return self._workspace.recover()
-
-    def close(self) -> None:
-        self._workspace.close()
-
-
-class _WriterSession:
-    def __init__(self, root: Path, write: Any) -> None:
-        self._root = root
-        self._write = write
-
-    def read(self, path: str) -> bytes:
-        return (self._root / path).read_bytes()
-
-    def write(self, path: str, content: str | bytes, **_: Any) -> None:
-        data = content.encode() if isinstance(content, str) else content
-        self._write(self._root / path, data)
-
-
-class _Writer:
-    """A driver whose whole-file write is ``write``; nothing to recover."""
-
-    capabilities = frozenset({"read", "write", "python_fs"})
-    write: Any = None
-
-    def __init__(self, root: Path, state_dir: Path) -> None:
-        self._root = root
-
-    def open_session(self, session_id: str) -> _WriterSession:
-        return _WriterSession(self._root, type(self).write)
-
-    def close(self) -> None:
-        pass
-
-
-def _careless(path: Path, data: bytes) -> None:
-    path.write_text(data.decode())  # truncates in place, text mode, no fsync
-
-
-def _atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-    if sync_dir:
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-
-
-class Careless(_Writer):
-    write = staticmethod(_careless)
-
-
-class Atomic(_Writer):
-    write = staticmethod(_atomic)
-
-
-class AtomicWithoutDirSync(_Writer):
-    write = staticmethod(lambda path, data: _atomic(path, data, sync_dir=False))
-
 
 OLD = b"the old contents, synced\n" * 200  # over a 4 KiB block
 NEW = b"THE NEW CONTENTS\n" * 400
@@ -221,9 +146,6 @@ def test_a_careless_writer_is_caught_and_an_atomic_one_passes(box: harness.Sandb
 
 
 def test_a_driver_that_does_not_run_here_is_refused(box: harness.Sandbox) -> None:
-    class Elsewhere(Atomic):
-        capabilities = frozenset({"read", "write", "process"})
-
     with pytest.raises(ValueError, match="python_fs"):
         ostrace.driver_baseline(Elsewhere, box, overwrite())
 
