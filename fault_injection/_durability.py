@@ -559,6 +559,10 @@ def _state(
     return PowerState(point, tuple(sorted(lost)), tuple(cut), entries, contents, modes)
 
 
+class TraceChanged(ValueError):
+    """A saved power-loss state names operations the step's trace no longer has."""
+
+
 def rebuild_state(
     image: Image,
     trace: Sequence[TraceOp],
@@ -573,11 +577,15 @@ def rebuild_state(
     """
     sim = simulate(image, trace[:point])
     lost_set = frozenset(lost)
+    unsynced = {op.position for op in sim.entry_ops if not op.durable}
+    if not lost_set <= unsynced:
+        strange = ", ".join(str(p) for p in sorted(lost_set - unsynced))
+        raise TraceChanged(f"operations {strange} are no unsynced entry operations of the trace")
     entries = _surviving_entries(image, sim, lost_set)
     by_key = {key: inode for inode, key in sim.origin_key.items()}
     unknown = sorted(set(cut) - set(by_key))
     if unknown:
-        raise ValueError(f"the trace has no file created as {', '.join(unknown)}")
+        raise TraceChanged(f"the trace has no file created as {', '.join(unknown)}")
     lengths = {by_key[key]: kept for key, kept in cut.items()}
     return _state(sim, point, lost_set, entries, lengths)
 
