@@ -58,20 +58,25 @@ class DriverRunner:
     def __init__(
         self,
         sandbox: harness.Sandbox,
-        driver: str,
+        driver: str | Callable[[Path, Path], Any],
         *,
         watch: OsWatch | None = None,
         on_restart: Callable[[str], None] | None = None,
     ) -> None:
         self.sandbox = sandbox
-        self.spec = driver
-        self.factory = driver_factory(driver)
+        if isinstance(driver, str):
+            self.spec, self.factory = driver, driver_factory(driver)
+        else:
+            self.spec = f"{driver.__module__}:{driver.__qualname__}"
+            self.factory = driver
+        self.capabilities: frozenset[str] = frozenset()
         self.watch = watch
         self.on_restart = on_restart
         self.driver: Any = None
         self.workspace: _AsWorkspace | None = None
         self.last_trace: tuple[TraceOp, ...] = ()  # of the last power-loss step
         self.last_log: tuple[Any, ...] = ()  # the port's records: a driver has none
+        self.last_recorder: OsTraceRecorder | None = None  # of the last ``record``
 
     # -- drivers ---------------------------------------------------------------------
 
@@ -109,6 +114,7 @@ class DriverRunner:
                 f"{self.spec} does not declare python_fs: its calls may not go through "
                 "this process's os module, so no fault injected there would reach them"
             )
+        self.capabilities = capabilities
         if "recovery" in capabilities:
             driver.recover()
         return driver
@@ -148,6 +154,11 @@ class DriverRunner:
 
     def close(self) -> None:
         self._drop()
+
+    @property
+    def checks_journals(self) -> bool:
+        """Journals are looked for where DESIGN puts them only if the driver says it does."""
+        return "journal_layout" in self.capabilities
 
     # -- steps -----------------------------------------------------------------------
 
@@ -219,8 +230,8 @@ class DriverRunner:
         return attrs.evolve(self._restart_checked("power loss"), outcome=outcome, power_state=state)
 
     def record(self, step: Mapping[str, Any]) -> harness.Recorded:
-        """Run ``step`` without a fault, recording its os-level trace."""
-        recorder = OsTraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+        """Run ``step`` without a fault, recording its os-level trace (``last_recorder``)."""
+        recorder = self.last_recorder = OsTraceRecorder([self.sandbox.root, self.sandbox.state_dir])
         with self._intercepted() as interceptor:
             recorder.start(interceptor)
             try:

@@ -308,6 +308,11 @@ class Runner:
     def close(self) -> None:
         """Nothing to release: a workspace holds no descriptor between calls."""
 
+    @property
+    def checks_journals(self) -> bool:
+        """Whether a journal left under ``<state_dir>/journal`` is a problem: always here."""
+        return True
+
 
 @attrs.frozen
 class Recorded:
@@ -414,7 +419,8 @@ def check_outcome(
     recovery cannot tell such a temp file from one a live writer in another process
     is still filling. Everything else must match byte for byte. With no ``acceptable``
     tree only recovery itself (and, with ``journals``, what it left) is checked;
-    ``journals=False`` is for a disk looked at before any recovery.
+    ``journals=False`` is for a disk looked at before any recovery, and for a driver that
+    does not keep its journals where DESIGN puts them (no ``journal_layout``).
     """
     problems: list[str] = []
     notes: list[str] = []
@@ -455,7 +461,9 @@ def check_crash(sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int) -
     finally:
         runner.close()
     acceptable = (base.before, base.after)
-    problems, notes, actual = check_outcome(sandbox, report, acceptable)
+    problems, notes, actual = check_outcome(
+        sandbox, report, acceptable, journals=runner.checks_journals
+    )
     if not report.crashed:
         problems.insert(0, f"no crash: the step issued fewer than {at} counted operations")
     return _verdict(faulted, base, acceptable, actual, problems, notes)
@@ -501,7 +509,9 @@ def check_power_state(
     finally:
         runner.close()
     acceptable = base.acceptable_at(state.point)
-    problems, notes, actual = check_outcome(sandbox, report, acceptable)
+    problems, notes, actual = check_outcome(
+        sandbox, report, acceptable, journals=runner.checks_journals
+    )
     return _verdict(faulted, base, acceptable, actual, problems, notes)
 
 
@@ -527,7 +537,9 @@ def check_recovery_crash(
     finally:
         runner.close()
     acceptable = (base.before, base.after)
-    problems, notes, actual = check_outcome(sandbox, report, acceptable)
+    problems, notes, actual = check_outcome(
+        sandbox, report, acceptable, journals=runner.checks_journals
+    )
     return _verdict(faulted, base, acceptable, actual, problems, notes)
 
 

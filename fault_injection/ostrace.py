@@ -45,7 +45,7 @@ from editspec.fault_injection.powerloss import (
     TraceOp,
     check_power_loss,
 )
-from editspec.fault_injection.scenario import Outcome, Scenario, perform
+from editspec.fault_injection.scenario import Outcome, Scenario
 
 __all__ = [
     "DriverBaseline",
@@ -363,6 +363,7 @@ class DriverBaseline:
     after: trees.Tree
     outcome: Outcome
     recorder: OsTraceRecorder
+    capabilities: frozenset[str] = frozenset()
 
     def acceptable_at(self, point: int) -> tuple[trees.Tree, ...]:
         if point >= len(self.recorder.ops):
@@ -374,35 +375,21 @@ def driver_baseline(
     factory: DriverFactory, sandbox: harness.Sandbox, scenario: Scenario
 ) -> DriverBaseline:
     """Run ``scenario`` through a fresh driver; record its last step's ``os`` calls."""
-    from editspec.spec.crash import OsInterceptor
+    from editspec.fault_injection.driver_runner import DriverRunner
 
-    sandbox.reset(scenario.initial)
-    driver = factory(Path(sandbox.root), Path(sandbox.state_dir))
-    if "python_fs" not in getattr(driver, "capabilities", ()):
-        driver.close()
-        raise ValueError(
-            f"{type(driver).__name__} does not declare python_fs: its calls may not go "
-            "through this process's os module, so no os-level trace would show them"
-        )
+    runner = DriverRunner(sandbox, factory)
     try:
-        workspace = _AsWorkspace(driver)
+        runner.start(scenario.initial)
         for step in scenario.steps[:-1]:
-            perform(workspace, step, sandbox.root)
+            runner.run(step)
         before = sandbox.tree()
-        recorder = OsTraceRecorder([sandbox.root, sandbox.state_dir])
-        with OsInterceptor() as interceptor:
-            recorder.start(interceptor)
-            try:
-                outcome = perform(workspace, scenario.steps[-1], sandbox.root)
-            finally:
-                recorder.stop()
+        clean = runner.record(scenario.steps[-1])
     finally:
-        driver.close()
-    if recorder.unmodeled:
-        raise ValueError(
-            "the power-loss model cannot replay this trace: " + ", ".join(recorder.unmodeled)
-        )
-    return DriverBaseline(before, sandbox.tree(), outcome, recorder)
+        runner.close()
+    assert runner.last_recorder is not None
+    return DriverBaseline(
+        before, sandbox.tree(), clean.outcome, runner.last_recorder, runner.capabilities
+    )
 
 
 def check_driver_power_loss(
@@ -415,14 +402,17 @@ def check_driver_power_loss(
     stop_after: int | None = None,
     baseline: DriverBaseline | None = None,
     ignore: Callable[[str], bool] | None = None,
+    journals: bool | None = None,
 ) -> PowerLossReport:
     """Every power-loss state of the scenario's last step, through ``factory``'s driver.
 
     Each state is materialized in the sandbox, a fresh driver recovers, and the root
     must be all-before or all-after (all-after once the step returned), with no journal
-    left. ``ignore(relative_path)`` leaves paths out of the comparison: by default the
-    temp file of an interrupted single-file write, named as the reference names it (as
-    ``harness.check_outcome`` does); a driver naming its temp files otherwise says how.
+    left under ``<state_dir>/journal`` (checked when ``journals``; by default when the
+    driver declares ``journal_layout``). ``ignore(relative_path)`` leaves paths out of
+    the comparison: by default the temp file of an interrupted single-file write, named
+    as the reference names it (as ``harness.check_outcome`` does); a driver naming its
+    temp files otherwise says how.
     """
     clean = baseline if baseline is not None else driver_baseline(factory, sandbox, scenario)
 
@@ -439,4 +429,5 @@ def check_driver_power_loss(
         limit=limit,
         stop_after=stop_after,
         ignore=stray if ignore is None else ignore,
+        journals="journal_layout" in clean.capabilities if journals is None else journals,
     )

@@ -351,7 +351,9 @@ def _replay_steps(
             expected = list(scenario.expected)
         if expected is None and report.restart_error is None:
             continue
-        problems, notes, _actual = harness.check_outcome(sandbox, report, expected or [])
+        problems, notes, _actual = harness.check_outcome(
+            sandbox, report, expected or [], journals=runner.checks_journals
+        )
         for note in notes:
             out.write(f"    note: {note}\n")
         if problems:

@@ -20,7 +20,9 @@ from editspec.reference import Workspace
 class OpaqueReference:
     """The reference engine behind the driver contract, its file system not wrapped."""
 
-    capabilities = frozenset({"read", "write", "edit", "apply_patch", "recovery", "python_fs"})
+    capabilities = frozenset(
+        {"read", "write", "edit", "apply_patch", "recovery", "python_fs", "journal_layout"}
+    )
 
     def __init__(self, root: Path, state_dir: Path) -> None:
         self._workspace = Workspace(root, state_dir)
