@@ -372,3 +372,26 @@ def test_concurrent_patches_do_not_deadlock(driver, disk):
 
 def _current(disk, rel):
     return disk.read(rel).decode().split("=")[1].strip()
+
+
+@clause(
+    "TXN-011",
+    MUST,
+    requires={"read", "apply_patch", "recovery", "python_fs"},
+    text="After a power cut at any point of a patch (data written since a file's last fsync "
+    "lost whole or past a 4 KiB block; entries changed since their directory's last fsync lost "
+    "as a suffix, in order), a restarted implementation recovers the root to all-before or "
+    "all-after, and to all-after if the patch had returned.",
+    rationale="A crash loses only what the process had in memory; a power cut also loses what "
+    "the disk had not made durable, and recovery must still find one whole version.",
+)
+def test_power_cut_during_a_patch(driver_factory, editspec_base):
+    from editspec.spec._power import power_cut_problems
+
+    steps = (
+        *({"call": "read", "session": "A", "path": path} for path in sorted(BEFORE)),
+        {"call": "apply_patch", "session": "A", "patch": PATCH},
+    )
+    states, problems = power_cut_problems(driver_factory, editspec_base / "power", BEFORE, steps)
+    assert states > len(AFTER), "the patch left nothing to cut"
+    assert not problems, "\n".join(problems)

@@ -556,3 +556,30 @@ def test_new_file_mode_follows_umask(session, disk):
     os.umask(umask)
     session.write("fresh.txt", "x\n")
     assert disk.mode("fresh.txt") == 0o666 & ~umask
+
+
+@clause(
+    "WRITE-027",
+    MUST,
+    requires={"read", "write", "python_fs"},
+    text="After a power cut at any point of replacing a file (data written since a file's last "
+    "fsync lost whole or past a 4 KiB block; entries changed since their directory's last "
+    "fsync lost as a suffix, in order), a restarted implementation finds the old or the new "
+    "bytes at its path, and the new bytes if the write had returned.",
+    rationale="A save reported as done must survive the power cut that follows it, and one cut "
+    "short must not leave an empty or torn file.",
+)
+def test_power_cut_during_replace(driver_factory, editspec_base):
+    from editspec.spec._power import power_cut_problems
+
+    old = "old content, synced long ago\n" * 220  # more than one 4 KiB block
+    new = "NEW CONTENT\n" * 900
+    steps = (
+        {"call": "read", "session": "A", "path": "a.txt"},
+        {"call": "write", "session": "A", "path": "a.txt", "content": new},
+    )
+    states, problems = power_cut_problems(
+        driver_factory, editspec_base / "power", {"a.txt": old.encode()}, steps, only="a.txt"
+    )
+    assert states > 1, "the write left nothing to cut"
+    assert not problems, "\n".join(problems)

@@ -87,21 +87,7 @@ def test_the_reference_as_an_opaque_driver_survives_every_ordered_power_loss_sta
     assert not report.failures, [f.state.describe() for f in report.failures[:3]]
 
 
-# Every mutant of the zoo whose defect a power cut can expose (the other three are
-# about the order of recovery and names that already exist: no crash state shows them).
-POWER_MUTANTS = [
-    "no_stage_fsync",
-    "no_directory_fsync",
-    "journal_after_renames",
-    "journal_not_fsynced",
-    "move_by_copy",
-    "dirs_before_files",
-    "restore_by_rename",
-    "no_journal_dir_fsync",
-]
-
-
-@pytest.mark.parametrize("name", POWER_MUTANTS)
+@pytest.mark.parametrize("name", durability.POWER_EXPOSED)
 def test_a_durability_mutant_is_caught_through_the_os_level_trace(
     box: harness.Sandbox, name: str
 ) -> None:
