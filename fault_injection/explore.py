@@ -201,9 +201,12 @@ STANDARD: dict[str, Standard] = {
 }
 
 
-def missing_capabilities(name: str, capabilities: frozenset[str]) -> list[str]:
-    """What a driver lacks for standard scenario ``name`` (``python_fs`` included)."""
-    return sorted((STANDARD[name].requires | {"python_fs"}) - capabilities)
+def missing_capabilities(
+    name: str, capabilities: frozenset[str], runs_here: str = "python_fs"
+) -> list[str]:
+    """What a driver lacks for standard scenario ``name`` (``runs_here`` included: how
+    faults reach it, ``python_fs`` or ``process``)."""
+    return sorted((STANDARD[name].requires | {runs_here}) - capabilities)
 
 
 #: Power-loss states enumerated per cut point, by model. The ordered model is never
@@ -342,6 +345,7 @@ class Row:
     notes: int = 0
     seconds: float = 0.0
     bounded: bool = False
+    process: bool = False  # a server killed by strace: no power loss, no recovery crash
 
     @property
     def checked(self) -> int:
@@ -495,15 +499,20 @@ def driver_capabilities(driver: str) -> tuple[str, frozenset[str]]:
     """The name and capabilities a driver declares, from one instance in a scratch directory."""
     from editspec.fault_injection.driver_runner import driver_factory
 
+    return _capabilities_of(driver_factory(driver), driver)
+
+
+def _capabilities_of(
+    factory: Callable[[Path, Path], Any], label: str = ""
+) -> tuple[str, frozenset[str]]:
     base = tempfile.mkdtemp(prefix="editspec-probe-")
     try:
         os.mkdir(os.path.join(base, "ws"))
         os.mkdir(os.path.join(base, "state"))
-        instance = driver_factory(driver)(
-            Path(os.path.join(base, "ws")), Path(os.path.join(base, "state"))
-        )
+        instance = factory(Path(os.path.join(base, "ws")), Path(os.path.join(base, "state")))
         try:
-            return str(getattr(instance, "name", driver)), frozenset(instance.capabilities)
+            name = str(getattr(instance, "name", "") or label or "the driver")
+            return name, frozenset(instance.capabilities)
         finally:
             instance.close()
     finally:
@@ -515,7 +524,7 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
         "scenario",
         "crash points",
         "recovery crashes",
-        f"power-loss ({model})",
+        f"power-loss ({model})" if model != "-" else "power-loss",
         "passed",
         "failed",
         "stray temps",
@@ -525,8 +534,8 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
         (
             row.scenario,
             str(row.crash_points),
-            str(row.recovery_crashes),
-            f"{row.power_states}{' (bounded)' if row.bounded else ''}",
+            "-" if row.process else str(row.recovery_crashes),
+            "-" if row.process else f"{row.power_states}{' (bounded)' if row.bounded else ''}",
             str(row.passed),
             str(row.failed),
             str(row.notes),
@@ -535,22 +544,16 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
         for row in rows
     ]
     total_checked = sum(row.checked for row in rows)
+    processes = bool(rows) and all(row.process for row in rows)
+
+    def total(field: str) -> str:
+        if processes and field in ("recovery_crashes", "power_states"):
+            return "-"
+        return str(sum(getattr(row, field) for row in rows))
+
+    fields = ("crash_points", "recovery_crashes", "power_states", "passed", "failed", "notes")
     body.append(
-        (
-            "total",
-            *(
-                str(sum(getattr(r, f) for r in rows))
-                for f in (
-                    "crash_points",
-                    "recovery_crashes",
-                    "power_states",
-                    "passed",
-                    "failed",
-                    "notes",
-                )
-            ),
-            f"{total_checked / wall:.0f}" if wall else "-",
-        )
+        ("total", *(total(f) for f in fields), f"{total_checked / wall:.0f}" if wall else "-")
     )
     widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
 
@@ -562,6 +565,77 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([fmt(header), rule, *(fmt(line) for line in body[:-1]), rule, fmt(body[-1])])
+
+
+def _usable_scenarios(
+    parser: argparse.ArgumentParser,
+    names: list[str],
+    requested: bool,
+    label: str,
+    capabilities: frozenset[str],
+    runs_here: str,
+    err_stream: TextIO,
+) -> list[str]:
+    """The scenarios a driver has the capabilities for; an error for one asked by name."""
+    lacking = {name: missing_capabilities(name, capabilities, runs_here) for name in names}
+    if requested and any(lacking.values()):
+        parser.error(
+            "; ".join(f"{name} needs {', '.join(need)}" for name, need in lacking.items() if need)
+        )
+    for name, need in lacking.items():
+        if need:
+            err_stream.write(f"skipping {name}: {label} lacks {', '.join(need)}\n")
+    usable = [name for name in names if not lacking[name]]
+    if not usable:
+        parser.error(f"{label} has the capabilities of no standard scenario")
+    return usable
+
+
+def _main_process(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    names: list[str],
+    out_stream: TextIO,
+    err_stream: TextIO,
+) -> int:
+    """``explore --mcp``: see ``explore_process``."""
+    if args.driver or args.memory:
+        parser.error("--mcp explores a server process: not with --driver or --memory")
+    if args.model != "ordered" or args.limit is not None:
+        parser.error("--model and --limit are about power loss, which a process has not")
+    from editspec.fault_injection.explore_process import explore_process
+    from editspec.fault_injection.strace_kill import strace_unavailable
+    from editspec.spec.drivers import DriverLoadError, mcp_factory
+
+    reason = strace_unavailable()
+    if reason is not None:
+        err_stream.write(f"editspec explore: strace cannot kill a server here: {reason}\n")
+        return 2
+    try:
+        factory = mcp_factory(args.mcp, args.mcp_map)
+        label, capabilities = _capabilities_of(factory)
+    except DriverLoadError as exc:
+        parser.error(str(exc))
+    names = _usable_scenarios(
+        parser, names, bool(args.scenario), label, capabilities, "process", err_stream
+    )
+    out_stream.write(f"server {args.mcp} ({label}), killed by strace\n")
+    try:
+        rows, saved, wall = explore_process(
+            names,
+            factory,
+            jobs=max(1, args.jobs),
+            out=args.out,
+            progress=None if args.no_progress else err_stream,
+        )
+    except RuntimeError as exc:  # the clean run failed
+        err_stream.write(f"editspec explore: {exc}\n")
+        return 1
+    out_stream.write(format_table(rows, "-", wall) + "\n")
+    out_stream.write(f"wall time {wall:.1f} s with {max(1, args.jobs)} thread(s)\n")
+    if saved:
+        out_stream.write(f"kill reports of the failing scenarios: {', '.join(saved)}\n")
+    return 1 if any(row.failed for row in rows) else 0
 
 
 def main_explore(
@@ -605,9 +679,23 @@ def main_explore(
         help="explore this Python DriverFactory (it must declare python_fs) instead of the "
         "reference: crashes and power cuts at its own os calls",
     )
+    parser.add_argument(
+        "--mcp",
+        metavar="COMMAND",
+        default="",
+        help="explore an MCP server started with this command line ({root} and {state_dir} "
+        "are filled in): killed by strace at each file call of each scenario",
+    )
+    parser.add_argument(
+        "--mcp-map", metavar="FILE", help="a TOML map from the contract to the server's tools"
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     names = args.scenario or list(STANDARD)
+    if args.mcp:
+        return _main_process(parser, args, names, out_stream, err_stream)
+    if args.mcp_map:
+        parser.error("--mcp-map applies only with --mcp")
     if args.driver:
         if args.memory:
             parser.error("--memory runs the reference only: a driver is explored on disk")
@@ -623,19 +711,9 @@ def main_explore(
                 "process can be crashed at its os calls (for a server, see the process "
                 "clauses of editspec check --mcp)"
             )
-        lacking = {name: missing_capabilities(name, capabilities) for name in names}
-        if args.scenario and any(lacking.values()):
-            parser.error(
-                "; ".join(
-                    f"{name} needs {', '.join(need)}" for name, need in lacking.items() if need
-                )
-            )
-        for name, need in lacking.items():
-            if need:
-                err_stream.write(f"skipping {name}: {label} lacks {', '.join(need)}\n")
-        names = [name for name in names if not lacking[name]]
-        if not names:
-            parser.error(f"{label} has the capabilities of no standard scenario")
+        names = _usable_scenarios(
+            parser, names, bool(args.scenario), label, capabilities, "python_fs", err_stream
+        )
         out_stream.write(f"driver {args.driver} ({label})\n")
     try:
         rows, saved, wall = explore(

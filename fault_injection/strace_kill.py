@@ -602,13 +602,16 @@ def crash_at_every_call(
     syscalls: Sequence[str] | None = None,
     at_most: Mapping[tuple[str, ...], int] | None = None,
     files_only: bool = False,
+    retries: int = 0,
 ) -> KillReport:
     """Kill ``target`` at every call of ``syscalls`` (default: the target's) during
     ``scenario``'s operation, restart and recover it, and judge the disk after each.
 
     The clean run must succeed; its log gives the kill points (see the module doc).
     ``at_most`` and ``files_only`` sample them (``kill_points``): without them, every
-    ``when=N`` up to the most calls one thread made.
+    ``when=N`` up to the most calls one thread made. With ``files_only``, a run whose
+    kill landed on a call that names no file of its sandbox (another thread's call
+    counted first: a write to the MCP pipe, say) is run again, up to ``retries`` times.
     """
     reason = strace_unavailable()
     if reason is not None:
@@ -628,12 +631,17 @@ def crash_at_every_call(
         points = [(name, when) for name in wanted for when in range(1, ranges.get(name, 0) + 1)]
     else:
         points = kill_points(clean, wanted, at_most=at_most, under=box.dir if files_only else None)
+
+    def run_at(point: tuple[str, int]) -> KillRun:
+        run = _kill_run(target, scenario, before, after, scratch, *point)
+        for _ in range(retries if files_only else 0):
+            if run.killed_at is not None and os.fspath(scratch) in run.killed_at.args:
+                break
+            run = _kill_run(target, scenario, before, after, scratch, *point)
+        return run
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        runs = list(
-            pool.map(
-                lambda point: _kill_run(target, scenario, before, after, scratch, *point), points
-            )
-        )
+        runs = list(pool.map(run_at, points))
     return KillReport(
         target.name,
         scenario.name,

@@ -268,3 +268,55 @@ def test_kill_points_keep_file_calls_and_spread_a_sample() -> None:
     # The pipe write is the first write of its thread: without ``under`` it is a point.
     assert ("write", 1) in kill_points(log, WRITE)
     assert kill_points(log, WRITE, under="/elsewhere") == []
+
+
+# -- editspec explore --mcp: the standard scenarios against a server ---------------------------
+
+
+def _explore_server(command: tuple[str, ...], tmp_path: Path, *names: str) -> tuple[int, str]:
+    import io
+    import shlex
+
+    from editspec.fault_injection.explore import main_explore
+
+    out, err = io.StringIO(), io.StringIO()
+    scenarios = [word for name in names for word in ("--scenario", name)]
+    status = main_explore(
+        [
+            *("--mcp", shlex.join(command), "--mcp-map", str(MAP), *scenarios),
+            *("-j", "2", "--out", str(tmp_path / "failures")),
+        ],
+        stdout=out,
+        stderr=err,
+    )
+    return status, out.getvalue() + err.getvalue()
+
+
+def test_explore_kills_editspec_serve_at_every_file_call_of_a_scenario(tmp_path: Path) -> None:
+    needs_strace()
+    pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
+    status, printed = _explore_server(SERVE, tmp_path, "single-write")
+    assert status == 0, printed
+    cells = next(line for line in printed.splitlines() if line.startswith("single-write")).split()
+    # the temp file's write and fsync, the rename, the directory's fsync: each a kill
+    assert int(cells[1]) >= 4 and cells[5] == "0", printed
+    assert cells[2] == cells[3] == "-"  # no recovery crash, no power loss for a process
+    assert not (tmp_path / "failures").exists()
+
+
+def test_explore_catches_a_server_that_writes_in_place(tmp_path: Path) -> None:
+    needs_strace()
+    pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
+    script = Path(__file__).with_name("mutant_serve.py")
+    command = (
+        sys.executable,
+        str(script),
+        "non_atomic_write",
+        "{root}",
+        "--state-dir",
+        "{state_dir}",
+    )
+    status, printed = _explore_server(command, tmp_path, "single-write")
+    assert status == 1, printed
+    report = (tmp_path / "failures" / "single-write-kills.txt").read_text()
+    assert "torn" in report, report  # a kill after the truncation leaves neither version

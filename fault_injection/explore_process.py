@@ -1,0 +1,129 @@
+"""``editspec explore --mcp COMMAND``: the standard scenarios against a server process.
+
+A server in any language cannot be crashed from inside, so each standard scenario is
+run through the MCP adapter with the server under ``strace``, and killed (SIGKILL) at
+every rename, link, unlink, fsync and write that touches a file of the sandbox during
+its last step (``strace_kill.crash_at_every_call``): the call does not happen and
+nothing after it runs. The server is started again, asked to recover when its map has
+the tool, and the root must then hold every file as before or every file as after, with
+no file of neither tree (a temp file left by a single write is only counted, as it is
+for the reference).
+
+The server is started plainly and strace attached once the steps before the last are
+done (``ProcessTarget.attach``: ptrace attach rights are needed), so the counts start
+at the step: the calls a server makes while it starts and answers the earlier steps,
+on any of its threads, cannot take a kill meant for the step. A kill point that never
+hit the step is not counted.
+
+There is no power-loss model for a process (its writes are not traced byte by byte) and
+no crash of its recovery: those columns of the table show ``-``. A failure cannot be
+replayed as a scenario file; the kill report of a failing scenario (one line per kill:
+the call it died in and what the disk held after the restart) is written to the output
+directory instead.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from editspec.fault_injection import explore
+from editspec.fault_injection.ostrace import _AsWorkspace
+from editspec.fault_injection.scenario import Scenario, perform
+
+__all__ = ["KILLED_AT", "explore_process", "process_scenario"]
+
+
+def _killed_at() -> tuple[str, ...]:
+    from editspec.fault_injection.strace_kill import FSYNC, LINK, RENAME, UNLINK, WRITE
+
+    return RENAME + LINK + UNLINK + FSYNC + WRITE
+
+
+#: The system calls a server is killed at (those that touch a file of the sandbox).
+KILLED_AT: tuple[str, ...] = _killed_at()
+
+
+#: How often a kill that landed on another thread's call is tried again.
+RETRIES = 4
+
+
+def _run(driver: Any, step: Mapping[str, Any]) -> None:
+    outcome = perform(_AsWorkspace(driver), step, "")
+    if not outcome.ok:
+        raise RuntimeError(f"{step['call']} failed: {outcome.code}: {outcome.message}")
+
+
+def process_scenario(scenario: Scenario) -> Any:
+    """``scenario`` as ``strace_kill`` runs it: the steps before the last prepare, the last
+    is the operation killed."""
+    from editspec.fault_injection.strace_kill import ProcessScenario
+
+    def prepare(driver: Any) -> None:
+        for step in scenario.steps[:-1]:
+            _run(driver, step)
+
+    def operation(driver: Any) -> None:
+        _run(driver, scenario.steps[-1])
+
+    return ProcessScenario(
+        name=scenario.name, initial=scenario.initial, prepare=prepare, operation=operation
+    )
+
+
+def explore_process(
+    names: Sequence[str],
+    factory: Any,
+    *,
+    jobs: int = 1,
+    out: str | None = "editspec-failures",
+    progress: TextIO | None = None,
+) -> tuple[list[explore.Row], list[str], float]:
+    """Kill the server of ``factory`` (an MCP adapter factory) at every file call of each
+    scenario's last step; the rows, the kill reports written and the wall time."""
+    from editspec.fault_injection.strace_kill import crash_at_every_call, mcp_target
+
+    started = time.perf_counter()
+    target = mcp_target(factory.command, factory.map, KILLED_AT, attach=True)
+    rows: list[explore.Row] = []
+    saved: list[str] = []
+    for number, name in enumerate(names, 1):
+        if progress is not None:
+            progress.write(f"[{number}/{len(names)}] {name}: killing the server at each call\n")
+            progress.flush()
+        scenario = process_scenario(explore.STANDARD[name].build())
+        with tempfile.TemporaryDirectory(prefix="editspec-kills-") as base:
+            report = crash_at_every_call(
+                target, scenario, base=base, jobs=jobs, files_only=True, retries=RETRIES
+            )
+        temps_allowed = name == "single-write"  # as for the reference: a note, not a failure
+        row = explore.Row(name, process=True, seconds=report.seconds)
+        elsewhere = 0
+        for run in report.runs:
+            if run.phase != "operation" or run.killed_at is None:
+                elsewhere += 1  # the kill never came, or not while the step ran
+                continue
+            row.crash_points += 1
+            strays = bool(run.judgement is not None and run.judgement.strays)
+            if run.problems or (strays and not temps_allowed):
+                row.failed += 1
+            else:
+                row.passed += 1
+                row.notes += strays
+        rows.append(row)
+        if row.failed and out is not None:
+            os.makedirs(out, exist_ok=True)
+            path = os.path.join(out, f"{name}-kills.txt")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(report.format() + "\n")
+            saved.append(path)
+        if progress is not None:
+            progress.write(
+                f"      {row.crash_points} kills during the step, {row.failed} failed; "
+                f"{elsewhere} kill point(s) never hit the step; {report.seconds:.1f} s\n"
+            )
+            progress.flush()
+    return rows, saved, time.perf_counter() - started
