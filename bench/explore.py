@@ -2,7 +2,9 @@
 
     python bench/explore.py [--scenario NAME ...] [--jobs N] [--skip-full]
 
-For each backend (a temporary directory on disk; pyfakefs in memory) it checks every
+For each backend (a temporary directory on disk; pyfakefs in memory; and ``driver``: the
+reference on disk reached only through the driver contract, its ``os`` calls intercepted
+and traced, as ``editspec explore --driver`` runs any Python implementation) it checks every
 ordered power-loss state and every crash point of the chosen scenarios (default:
 ``update-10-files`` and ``add-delete-move``) in one process, and times:
 
@@ -29,9 +31,13 @@ from editspec.fault_injection import explore, harness, trees
 from editspec.fault_injection.powerloss import materialize
 
 
-def measure(backend: str, names: Sequence[str]) -> dict[str, float]:
+#: The reference engine reached only through the driver contract, as ``--driver`` runs it.
+REFERENCE_DRIVER = "editspec.spec.drivers.reference:factory"
+
+
+def measure(backend: str, names: Sequence[str], driver: str = "") -> dict[str, float]:
     """Run in a worker process (pyfakefs patches the process it runs in)."""
-    worker = explore._Worker(backend)
+    worker = explore._Worker(backend, driver)
     box = worker.sandbox
     power_states = crash_points = 0
     check_seconds = floor_seconds = crash_seconds = 0.0
@@ -82,12 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{'crash pts':>9} {'crash/s':>8} {'failed':>6}"
     )
     status = 0
-    for backend in ("memory", "disk"):
+    for label, backend, driver in (
+        ("memory", "memory", ""),
+        ("disk", "disk", ""),
+        ("driver", "disk", REFERENCE_DRIVER),
+    ):
         with ProcessPoolExecutor(max_workers=1) as pool:
-            result = pool.submit(measure, backend, names).result()
+            result = pool.submit(measure, backend, names, driver).result()
         ratio = result["floor_rate"] / result["check_rate"]
         print(
-            f"{backend:<8} {int(result['power_states']):>12} {result['check_rate']:>9.0f} "
+            f"{label:<8} {int(result['power_states']):>12} {result['check_rate']:>9.0f} "
             f"{result['floor_rate']:>9.0f} {ratio:>6.1f}x {int(result['crash_points']):>9} "
             f"{result['crash_rate']:>8.0f} {int(result['failed']):>6}"
         )
