@@ -229,6 +229,19 @@ class DriverRunner:
         materialize(state, recorder.roots)
         return attrs.evolve(self._restart_checked("power loss"), outcome=outcome, power_state=state)
 
+    def clean(self, step: Mapping[str, Any]) -> tuple[Outcome, int]:
+        """Run ``step`` without a fault; its outcome and how many mutating calls it made."""
+        with self._intercepted() as interceptor:
+            outcome = self._perform(step)
+        self._show(interceptor)
+        return outcome, int(interceptor.mutations)
+
+    def cut_power(self, state: Any) -> harness.StepReport:
+        """The power goes (the live driver with it); ``state`` is what the disk kept."""
+        self._drop()
+        materialize(state, [self.sandbox.root, self.sandbox.state_dir])
+        return self._restart_checked("power loss")
+
     def record(self, step: Mapping[str, Any]) -> harness.Recorded:
         """Run ``step`` without a fault, recording its os-level trace (``last_recorder``)."""
         recorder = self.last_recorder = OsTraceRecorder([self.sandbox.root, self.sandbox.state_dir])

@@ -283,6 +283,17 @@ class Runner:
             return StepReport(None, restart_error=f"{type(exc).__name__}: {exc}")
         return StepReport(None)
 
+    def clean(self, step: Mapping[str, Any]) -> tuple[Outcome, int]:
+        """Run ``step`` without a fault; its outcome and how many operations it counted."""
+        assert self.fs is not None and self.workspace is not None
+        self.fs.arm(None)
+        return perform(self.workspace, step, self.sandbox.root), self.fs.count
+
+    def cut_power(self, state: PowerState) -> StepReport:
+        """The power goes: ``state`` is what the disk kept; a fresh workspace recovers."""
+        materialize(state, [self.sandbox.root, self.sandbox.state_dir])
+        return self._restart_checked("power loss")
+
     def record(self, step: Mapping[str, Any]) -> Recorded:
         """Run ``step`` without a fault, recording its trace for the power-loss model."""
         assert self.fs is not None and self.workspace is not None
@@ -502,10 +513,9 @@ def check_power_state(
 ) -> Verdict:
     """Materialize one power-loss state of the baseline, recover, check."""
     faulted = with_fault(scenario, power_fault(state, model))
-    materialize(state, [sandbox.root, sandbox.state_dir])
     runner = make_runner(sandbox, scenario)
     try:
-        report = runner._restart_checked("power loss")
+        report = runner.cut_power(state)
     finally:
         runner.close()
     acceptable = base.acceptable_at(state.point)

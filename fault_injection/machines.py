@@ -15,7 +15,11 @@ One ``RuleBasedStateMachine`` per concern (CONVENTIONS "State machines"):
   two spellings of one file share one read record.
 
 Each machine owns a ``harness.Sandbox`` (a real temporary directory, or an in-memory
-one when ``memory`` is set and the test runs under pyfakefs) and a ``harness.Runner``;
+one when ``memory`` is set and the test runs under pyfakefs) and a runner: the
+reference through its port (``harness.Runner``), or, when ``driver`` names one
+(``module:factory``), any ``python_fs`` driver through the contract
+(``driver_runner.DriverRunner``: faults at its own ``os`` calls, power cuts from their
+trace);
 a crash or a power cut is followed by a restart (a fresh workspace recovers) after
 which the disk must be exactly the model before or after the operation, and the model
 follows whichever it is, minus every session's in-memory read records.

@@ -100,3 +100,45 @@ def test_the_patch_machine_catches_an_engine_that_does_not_recover(failures: Pat
     out = io.StringIO()
     assert replay(saved, out) == 0
     assert "injected crash" in out.getvalue() or "power cut" in out.getvalue()
+
+
+# -- any Python driver, through the contract ------------------------------------------------
+
+REFERENCE_DRIVER = "editspec.spec.drivers.reference:factory"
+OPAQUE = "tests.fault_injection.python_drivers:OpaqueReference"
+
+
+def through(
+    machine: type[machines.WorkspaceMachine], driver: str
+) -> type[machines.WorkspaceMachine]:
+    return type(f"{machine.__name__}ThroughDriver", (machine,), {"driver": driver})
+
+
+@pytest.mark.parametrize("machine", ON_BOTH, ids=lambda m: m.__name__)
+def test_machine_through_the_driver_contract(
+    machine: type[machines.WorkspaceMachine], failures: Path
+) -> None:
+    """The reference reached only as a driver: faults at its own os calls, power cuts
+    from their trace, restarts as fresh drivers that recover."""
+    run_state_machine_as_test(through(machine, REFERENCE_DRIVER), settings=IN_MEMORY)
+
+
+def test_the_patch_machine_catches_a_durability_mutant_through_its_driver(
+    failures: Path,
+) -> None:
+    from tests.mutants import durability
+
+    mutant = durability.mutant_named("journal_after_renames")
+    machine = through(machines.PatchMachine, OPAQUE)
+    with mutant.active(), pytest.raises(AssertionError) as caught:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(STEPS, max_examples=200, database=None, phases=(Phase.generate,)),
+        )
+    assert "neither all-before nor all-after" in str(caught.value), str(caught.value)[:600]
+    saved = failures / f"{machine.__name__}.json"
+    out = io.StringIO()
+    with mutant.active():
+        assert replay(saved, out) == 1, out.getvalue()
+    assert "counted operations are its mutating os calls" in out.getvalue()
+    assert replay(saved, io.StringIO()) == 0  # the sound engine passes the same steps
