@@ -495,13 +495,6 @@ def _worker_here(backend: str, driver: str = "") -> _Worker:
     return _WORKER
 
 
-def driver_capabilities(driver: str) -> tuple[str, frozenset[str]]:
-    """The name and capabilities a driver declares, from one instance in a scratch directory."""
-    from editspec.fault_injection.driver_runner import driver_factory
-
-    return _capabilities_of(driver_factory(driver), driver)
-
-
 def _capabilities_of(
     factory: Callable[[Path, Path], Any], label: str = ""
 ) -> tuple[str, frozenset[str]]:
@@ -511,7 +504,8 @@ def _capabilities_of(
         os.mkdir(os.path.join(base, "state"))
         instance = factory(Path(os.path.join(base, "ws")), Path(os.path.join(base, "state")))
         try:
-            name = str(getattr(instance, "name", "") or label or "the driver")
+            fallback = label or getattr(factory, "__qualname__", "") or "the driver"
+            name = str(getattr(instance, "name", "") or fallback)
             return name, frozenset(instance.capabilities)
         finally:
             instance.close()
@@ -567,16 +561,32 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
     return "\n".join([fmt(header), rule, *(fmt(line) for line in body[:-1]), rule, fmt(body[-1])])
 
 
+#: Why each way of injecting faults needs its capability (DESIGN §2).
+_REACHED_BY: dict[str, str] = {
+    "python_fs": "only an implementation running in this process can be crashed at its os "
+    "calls (for a server, use --mcp)",
+    "process": "only a separate process can be killed and started again",
+}
+
+
 def _usable_scenarios(
     parser: argparse.ArgumentParser,
     names: list[str],
     requested: bool,
-    label: str,
-    capabilities: frozenset[str],
+    load: Callable[[], Callable[[Path, Path], Any]],
     runs_here: str,
     err_stream: TextIO,
-) -> list[str]:
-    """The scenarios a driver has the capabilities for; an error for one asked by name."""
+) -> tuple[str, list[str]]:
+    """The driver's name, and the scenarios it has the capabilities for (a usage error for
+    a driver that cannot be loaded or faulted, or that lacks what a scenario named needs)."""
+    from editspec.spec.drivers import DriverLoadError
+
+    try:
+        label, capabilities = _capabilities_of(load())
+    except DriverLoadError as exc:
+        parser.error(str(exc))
+    if runs_here not in capabilities:
+        parser.error(f"{label} does not declare {runs_here}: {_REACHED_BY[runs_here]}")
     lacking = {name: missing_capabilities(name, capabilities, runs_here) for name in names}
     if requested and any(lacking.values()):
         parser.error(
@@ -588,7 +598,7 @@ def _usable_scenarios(
     usable = [name for name in names if not lacking[name]]
     if not usable:
         parser.error(f"{label} has the capabilities of no standard scenario")
-    return usable
+    return label, usable
 
 
 def _main_process(
@@ -605,20 +615,20 @@ def _main_process(
         parser.error("--model and --limit are about power loss, which a process has not")
     from editspec.fault_injection.explore_process import explore_process
     from editspec.fault_injection.strace_kill import strace_unavailable
-    from editspec.spec.drivers import DriverLoadError, mcp_factory
+    from editspec.spec.drivers import mcp_factory
 
     reason = strace_unavailable()
     if reason is not None:
         err_stream.write(f"editspec explore: strace cannot kill a server here: {reason}\n")
         return 2
-    try:
-        factory = mcp_factory(args.mcp, args.mcp_map)
-        label, capabilities = _capabilities_of(factory)
-    except DriverLoadError as exc:
-        parser.error(str(exc))
-    names = _usable_scenarios(
-        parser, names, bool(args.scenario), label, capabilities, "process", err_stream
+
+    def load() -> Any:
+        return mcp_factory(args.mcp, args.mcp_map)
+
+    label, names = _usable_scenarios(
+        parser, names, bool(args.scenario), load, "process", err_stream
     )
+    factory = load()
     out_stream.write(f"server {args.mcp} ({label}), killed by strace\n")
     try:
         rows, saved, wall = explore_process(
@@ -699,20 +709,15 @@ def main_explore(
     if args.driver:
         if args.memory:
             parser.error("--memory runs the reference only: a driver is explored on disk")
-        from editspec.spec.drivers import DriverLoadError
+        from editspec.fault_injection.driver_runner import driver_factory
 
-        try:
-            label, capabilities = driver_capabilities(args.driver)
-        except DriverLoadError as exc:
-            parser.error(str(exc))
-        if "python_fs" not in capabilities:
-            parser.error(
-                f"{args.driver} does not declare python_fs: only a driver running in this "
-                "process can be crashed at its os calls (for a server, see the process "
-                "clauses of editspec check --mcp)"
-            )
-        names = _usable_scenarios(
-            parser, names, bool(args.scenario), label, capabilities, "python_fs", err_stream
+        label, names = _usable_scenarios(
+            parser,
+            names,
+            bool(args.scenario),
+            lambda: driver_factory(args.driver),
+            "python_fs",
+            err_stream,
         )
         out_stream.write(f"driver {args.driver} ({label})\n")
     try:

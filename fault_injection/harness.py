@@ -462,22 +462,32 @@ def with_fault(scenario: Scenario, fault: Mapping[str, Any]) -> Scenario:
     return attrs.evolve(scenario, steps=tuple(steps), fault=steps[-1]["fault"])
 
 
-def check_crash(sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int) -> Verdict:
-    """Crash at counted operation ``at`` of the last step, recover, check; a failure or None."""
-    faulted = with_fault(scenario, {"kind": "crash", "at": at})
+def _faulted(
+    sandbox: Sandbox, scenario: Scenario, base: Baseline, fault: Mapping[str, Any]
+) -> tuple[Scenario, StepReport, list[str], list[str], trees.Tree]:
+    """Run the last step with ``fault`` after a clean setup; the faulted scenario, the
+    report, and the problems, notes and tree ``check_outcome`` finds."""
+    faulted = with_fault(scenario, fault)
     runner = make_runner(sandbox, scenario)
     try:
         _setup(runner, scenario)
         report = runner.run(faulted.steps[-1])
     finally:
         runner.close()
-    acceptable = (base.before, base.after)
     problems, notes, actual = check_outcome(
-        sandbox, report, acceptable, journals=runner.checks_journals
+        sandbox, report, (base.before, base.after), journals=runner.checks_journals
+    )
+    return faulted, report, problems, notes, actual
+
+
+def check_crash(sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int) -> Verdict:
+    """Crash at counted operation ``at`` of the last step, recover, check; a failure or None."""
+    faulted, report, problems, notes, actual = _faulted(
+        sandbox, scenario, base, {"kind": "crash", "at": at}
     )
     if not report.crashed:
         problems.insert(0, f"no crash: the step issued fewer than {at} counted operations")
-    return _verdict(faulted, base, acceptable, actual, problems, notes)
+    return _verdict(faulted, base, (base.before, base.after), actual, problems, notes)
 
 
 def power_states(
@@ -539,18 +549,9 @@ def check_recovery_crash(
     sandbox: Sandbox, scenario: Scenario, base: Baseline, at: int, recovery_at: int
 ) -> Verdict:
     """Crash at ``at``, crash the recovery at its ``recovery_at``-th operation, recover again."""
-    faulted = with_fault(scenario, {"kind": "recovery_crash", "at": at, "recovery_at": recovery_at})
-    runner = make_runner(sandbox, scenario)
-    try:
-        _setup(runner, scenario)
-        report = runner.run(faulted.steps[-1])
-    finally:
-        runner.close()
-    acceptable = (base.before, base.after)
-    problems, notes, actual = check_outcome(
-        sandbox, report, acceptable, journals=runner.checks_journals
-    )
-    return _verdict(faulted, base, acceptable, actual, problems, notes)
+    fault = {"kind": "recovery_crash", "at": at, "recovery_at": recovery_at}
+    faulted, _, problems, notes, actual = _faulted(sandbox, scenario, base, fault)
+    return _verdict(faulted, base, (base.before, base.after), actual, problems, notes)
 
 
 def _verdict(
