@@ -317,11 +317,9 @@ def ignore_file(content: bytes, source: str, base: str) -> IgnoreFile:
 _Gate = Callable[[Any], object]  # truthy when it matches
 
 
-def _name_gate(rules: list[IgnoreRule], text: bool) -> _Gate | None:
-    """One test for "does any of these name rules match": a set lookup for literal names,
-    one ``endswith`` for "*.ext" rules, a regex for the rest (fastest first)."""
-    if not rules:
-        return None
+def _name_parts(rules: list[IgnoreRule], text: bool) -> tuple[frozenset[Any], tuple[Any, ...], Any]:
+    """The name rules split for speed: literal names (a set lookup), "*.ext" suffixes (one
+    ``endswith``) and one regex ``fullmatch`` for the rest (None when there is none)."""
 
     def unit(value: str) -> Any:
         return value if text else value.encode("latin-1")
@@ -333,6 +331,15 @@ def _name_gate(rules: list[IgnoreRule], text: bool) -> _Gate | None:
     if others:
         source = b"|".join(others)
         regex = re.compile(source.decode("latin-1") if text else source, re.DOTALL).fullmatch
+    return literals, suffixes, regex
+
+
+def _name_gate(rules: list[IgnoreRule], text: bool) -> _Gate | None:
+    """One test for "does any of these name rules match": a set lookup for literal names,
+    one ``endswith`` for "*.ext" rules, a regex for the rest (fastest first)."""
+    if not rules:
+        return None
+    literals, suffixes, regex = _name_parts(rules, text)
     if regex is None and not suffixes:
         return literals.__contains__
     if regex is None and not literals:
@@ -352,6 +359,9 @@ class _Gates(NamedTuple):
     positive_path: _Gate | None
     negative_name: _Gate | None
     negative_path: _Gate | None
+    # ``positive_name`` taken apart, for a walk that tests names inline: literal names,
+    # suffixes and the regex ``fullmatch`` of the other rules (empty, empty, None: no rule).
+    positive_parts: tuple[frozenset[Any], tuple[Any, ...], Any]
 
 
 class StackMatcher:
@@ -401,6 +411,7 @@ class StackMatcher:
             gate(paths[False]),
             _name_gate(names[True], text),
             gate(paths[True]),
+            _name_parts(names[False], text),
         )
 
     def gates(self, depth: int, is_dir: bool, text: bool) -> _Gates:
