@@ -240,6 +240,19 @@ class FaultyFileSystem(FileSystem):
         entries = self._call("scandir", (path,), (path,), lambda: list(self.inner.scandir(path)))
         return iter(entries)
 
+    def scandir_held(self, path: str) -> tuple[list[os.DirEntry[str]], int | None]:
+        # No handle is held: the listing is this wrapper's own ``scandir`` (logged and
+        # faultable), and the entries' ``stat`` resolves their paths, as after ``scandir``.
+        return list(self.scandir(path)), None
+
+    def read_bytes_at(self, handle: int, name: str) -> bytes:
+        return self._call(
+            "read_bytes_at", (name,), (handle, name), lambda: self.inner.read_bytes_at(handle, name)
+        )
+
+    def release_dir(self, handle: int) -> None:
+        self._call("release_dir", (), (handle,), lambda: self.inner.release_dir(handle))
+
     def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
         return self._call(
             "read_bytes",

@@ -35,6 +35,8 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+# Whether a directory can be listed through a handle (its entries' stat then uses fstatat).
+_SCANDIR_FD = os.scandir in os.supports_fd
 # Compared a piece at a time by ``read_bytes_unless``: small enough to stay in the CPU's cache.
 _COMPARE_CHUNK = 256 * 1024
 
@@ -131,6 +133,38 @@ class FileSystem:
         Read whole, so the directory handle is closed before the caller iterates."""
         with os.scandir(path) as entries:
             return iter(list(entries))
+
+    def scandir_held(self, path: str) -> tuple[list[os.DirEntry[str]], int | None]:
+        """Entries of a directory, read whole, and the directory's handle, left open.
+
+        While the handle is open, an entry's ``stat`` looks its name up in that directory
+        (``fstatat``) instead of resolving the whole path again, and ``read_bytes_at``
+        reads a file of it; the caller owes ``release_dir(handle)``, and must not use an
+        entry's ``stat`` after it. The handle is None (the listing is ``scandir``'s) where
+        the platform lists no directory by handle, without ``secure_walk``, and for a
+        subclass: a port that wraps or replaces calls sees every listing and read.
+        """
+        if type(self) is not FileSystem or not (self.secure_walk and _SCANDIR_FD):
+            return list(self.scandir(path)), None
+        fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            with os.scandir(fd) as entries:
+                return list(entries), fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def read_bytes_at(self, handle: int, name: str) -> bytes:
+        """``read_bytes`` of the file ``name`` of a directory held by ``scandir_held``."""
+        fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY, dir_fd=handle)
+        try:
+            return _read_regular(fd, None, name)
+        finally:
+            os.close(fd)
+
+    def release_dir(self, handle: int) -> None:
+        """Close a directory handle of ``scandir_held``."""
+        os.close(handle)
 
     def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
         """Read a regular file without following a symlink in its last component."""
