@@ -48,7 +48,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import attrs
@@ -226,53 +225,66 @@ def glob(
         raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
     matcher = GlobPattern(pattern, root, workspace.root)
     tree = SearchTree(workspace)
-    # (-mtime, path) per group: files (and symlinks) first, then directories.
-    found: tuple[list[tuple[int, str]], list[tuple[int, str]]] = ([], [])
+    # Files (and symlinks), then directories: mtimes and paths as parallel lists.
+    files: tuple[list[int], list[str]] = ([], [])
+    dirs: tuple[list[int], list[str]] = ([], [])
     reported = root.reported + "/" if root.reported else ""
-    kinds = (
-        (found[0], matcher.files, matcher.all_files),
-        (found[1], matcher.dirs, matcher.all_dirs),
-    )
+    files_regex, all_files = matcher.files, matcher.all_files
+    dirs_regex, all_dirs = matcher.dirs, matcher.all_dirs
     descend = None if matcher.everywhere else lambda d: matcher.descend(_below(root, d))
-    for batch in tree.walk(root.relative, descend=descend):
+    # Each directory is held open while its entries are stat'ed (``hold``).
+    for batch in tree.walk(root.relative, descend=descend, hold=True):
         below = _below(root, batch.directory)
         prefix = below + "/" if below else ""
         shown = reported + prefix
-        for entries, (out, regex, everything) in (
-            (batch.files, kinds[0]),
-            (batch.symlinks, kinds[0]),
-            (batch.dirs, kinds[1]),
+        for entries, regex, everything, (mtimes, paths) in (
+            (batch.files, files_regex, all_files, files),
+            (batch.symlinks, files_regex, all_files, files),
+            (batch.dirs, dirs_regex, all_dirs, dirs),
         ):
             if regex is None or not entries:
                 continue
             if not everything:
                 entries = [entry for entry in entries if regex(prefix + entry.name) is not None]
             try:
-                out.extend(
-                    [
-                        (-entry.stat(follow_symlinks=False).st_mtime_ns, shown + entry.name)
-                        for entry in entries
-                    ]
-                )
+                stamps = [entry.stat(follow_symlinks=False).st_mtime_ns for entry in entries]
             except OSError:
-                out.extend(_stamped(entries, shown))
-    files, dirs = found
-    files.sort()
-    dirs.sort()
-    ordered = files + dirs
+                entries, stamps = _stamped(entries)
+            mtimes += stamps
+            paths += [shown + entry.name for entry in entries]
+    ordered = _newest_first(*files) + _newest_first(*dirs)
     truncated = limit is not None and len(ordered) > limit
-    paths = tuple(map(itemgetter(1), ordered[:limit] if truncated else ordered))
-    return GlobResult(paths=paths, truncated=truncated, total_matches=len(paths))
+    result = tuple(ordered[:limit] if truncated else ordered)
+    return GlobResult(paths=result, truncated=truncated, total_matches=len(result))
 
 
-def _stamped(entries: list[os.DirEntry[str]], shown: str) -> Iterator[tuple[int, str]]:
-    """(-mtime, path) of each entry, one by one, skipping those gone since the listing."""
+def _newest_first(mtimes: list[int], paths: list[str]) -> list[str]:
+    """``paths`` by their ``mtimes``, newest first, then by path: the order of the pairs
+    (-mtime, path), with no pair built or compared.
+
+    When no two mtimes are equal they alone decide; otherwise the paths are sorted first,
+    then stably by mtime in reverse (equal mtimes keep their paths' order)."""
+    indexes = range(len(paths))
+    if len(set(mtimes)) == len(mtimes):
+        order = sorted(indexes, key=mtimes.__getitem__, reverse=True)
+    else:
+        order = sorted(indexes, key=paths.__getitem__)
+        order.sort(key=mtimes.__getitem__, reverse=True)
+    return list(map(paths.__getitem__, order))
+
+
+def _stamped(entries: list[os.DirEntry[str]]) -> tuple[list[os.DirEntry[str]], list[int]]:
+    """The entries still there, and their mtimes, skipping those gone since the listing."""
+    kept: list[os.DirEntry[str]] = []
+    mtimes: list[int] = []
     for entry in entries:
         try:
             mtime = entry.stat(follow_symlinks=False).st_mtime_ns
         except OSError:
             continue
-        yield -mtime, shown + entry.name
+        kept.append(entry)
+        mtimes.append(mtime)
+    return kept, mtimes
 
 
 # -- why_ignored -----------------------------------------------------------------------

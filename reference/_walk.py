@@ -94,10 +94,18 @@ class SearchTree:
 
     # -- ignore files ----------------------------------------------------------------
 
-    def read_ignore(self, relative_file: str, base: str) -> _ignore.IgnoreFile | None:
-        """The compiled ignore file at ``relative_file``, or None when there is none."""
+    def read_ignore(
+        self, relative_file: str, base: str, handle: int | None = None
+    ) -> _ignore.IgnoreFile | None:
+        """The compiled ignore file at ``relative_file``, or None when there is none.
+
+        ``handle``: the directory ``base`` as held by ``FileSystem.scandir_held``, read
+        through it."""
         try:
-            content = self.fs.read_bytes(self.absolute(relative_file))
+            if handle is None:
+                content = self.fs.read_bytes(self.absolute(relative_file))
+            else:
+                content = self.fs.read_bytes_at(handle, _ignore.GITIGNORE)
         except OSError as exc:
             # Missing, a directory, a symlink (O_NOFOLLOW) or unreadable: git reads nothing.
             if exc.errno in _VANISHED or exc.errno in (errno.EISDIR, errno.EINVAL):
@@ -166,6 +174,7 @@ class SearchTree:
         *,
         descend: Callable[[str], bool] | None = None,
         check: Callable[[], None] | None = None,
+        hold: bool = False,
     ) -> Iterator[Batch]:
         """Yield the kept entries of ``start`` and of every kept directory below it.
 
@@ -173,6 +182,11 @@ class SearchTree:
         rules that exclude ``start`` itself or an ancestor do not (a directory the caller
         names is searched, as ripgrep does). ``descend(relative)`` may prune directories;
         ``check()`` runs before each directory is read (cancellation).
+
+        ``hold``: each directory stays open while its batch is used
+        (``FileSystem.scandir_held``), so that the entries' ``stat`` looks up one name
+        in it rather than a whole path; that ``stat`` is then valid only until the walk
+        resumes. Its ignore file is read through the same handle.
         """
         if self.builtin_exclusion(start) is not None:
             return
@@ -180,81 +194,142 @@ class SearchTree:
         state_parent, _, state_name = (self.state_relative or "").rpartition("/")
         if self.state_relative is None:
             state_parent = state_name = "\0"  # a name no entry has
-        while pending:
-            directory, path, stack = pending.pop()
-            if check is not None:
-                check()
-            try:
-                listing = list(self.fs.scandir(path))
-            except OSError as exc:
-                if directory != start and exc.errno in _VANISHED:
-                    continue
-                raise _errors.from_oserror(exc, directory or ".", action="search") from exc
-            for entry in listing:
-                if entry.name == _ignore.GITIGNORE:
+        fs = self.fs
+        handle: int | None = None
+        try:
+            while pending:
+                if handle is not None:
+                    fs.release_dir(handle)
+                    handle = None
+                directory, path, stack = pending.pop()
+                if check is not None:
+                    check()
+                try:
+                    if hold:
+                        listing, handle = fs.scandir_held(path)
+                    else:
+                        listing = list(fs.scandir(path))
+                except OSError as exc:
+                    if directory != start and exc.errno in _VANISHED:
+                        continue
+                    raise _errors.from_oserror(exc, directory or ".", action="search") from exc
+                prefix = directory + "/" if directory else ""
+                names = [entry.name for entry in listing]
+                if _ignore.GITIGNORE in names:
+                    entry = listing[names.index(_ignore.GITIGNORE)]
                     if not entry.is_file(follow_symlinks=False):
-                        self.odd_entries.append((join(directory, entry.name), _kind(entry)))
+                        self.odd_entries.append((prefix + entry.name, _kind(entry)))
                     elif stack is not None:
-                        found = self.read_ignore(join(directory, entry.name), directory)
+                        found = self.read_ignore(prefix + entry.name, directory, handle)
                         if found is not None:
                             stack = stack.push(found)
-                    break
-            if stack is None:
-                # The start directory: its own ignore file is read by stack_for.
-                stack = self.stack_for(directory)
-            matcher = stack.matcher
-            excluded = None if matcher.empty else matcher.excluded
-            prefix = directory + "/" if directory else ""
-            depth = directory.count("/") + 1 if directory else 0
-            ascii_prefix = prefix.isascii()
-            # The common case inline: an ASCII name that no excluding rule's gate matches.
-            file_name_gate = file_path_gate = dir_name_gate = dir_path_gate = None
-            if excluded is not None and ascii_prefix:
-                file_name_gate, file_path_gate = matcher.gates(depth, False, True)[:2]
-                dir_name_gate, dir_path_gate = matcher.gates(depth, True, True)[:2]
-            skip_state = state_name if directory == state_parent else GIT_DIR
-            files: list[os.DirEntry[str]] = []
-            symlinks: list[os.DirEntry[str]] = []
-            dirs: list[os.DirEntry[str]] = []
-            others: list[os.DirEntry[str]] = []
-            for entry in listing:
-                name = entry.name
-                if name == GIT_DIR:
-                    self.odd_entries.append((prefix + name, _kind(entry)))
-                    continue
-                # is_symlink first: for anything else is_dir()/is_file() then describe the
-                # entry itself, from the type the listing cached.
-                if entry.is_symlink():
-                    if excluded is None or not excluded(prefix, depth, name, False, ascii_prefix):
-                        symlinks.append(entry)
-                elif entry.is_dir():
-                    if name == skip_state:
-                        continue
-                    if excluded is not None:
-                        if ascii_prefix and name.isascii():
-                            if (
-                                (dir_name_gate is not None and dir_name_gate(name))
-                                or (dir_path_gate is not None and dir_path_gate(prefix + name))
-                            ) and excluded(prefix, depth, name, True, True):
+                if stack is None:
+                    # The start directory: its own ignore file is read by stack_for.
+                    stack = self.stack_for(directory)
+                if GIT_DIR in names:
+                    index = names.index(GIT_DIR)
+                    self.odd_entries.append((prefix + GIT_DIR, _kind(listing[index])))
+                    del listing[index], names[index]
+                matcher = stack.matcher
+                excluded = None if matcher.empty else matcher.excluded
+                depth = directory.count("/") + 1 if directory else 0
+                ascii_prefix = prefix.isascii()
+                skip_state = state_name if directory == state_parent else GIT_DIR
+                # A child's path, as os.path.join(path, name) would make it.
+                base = path if path.endswith(os.sep) else path + os.sep
+                files: list[os.DirEntry[str]] = []
+                symlinks: list[os.DirEntry[str]] = []
+                dirs: list[os.DirEntry[str]] = []
+                others: list[os.DirEntry[str]] = []
+                if excluded is not None and ascii_prefix and "".join(names).isascii():
+                    # The common case, inline: every name ASCII, so the gates run over str.
+                    # An entry that no excluding rule's gate matches is kept, one that only
+                    # excluding rules match is dropped, and ``excluded`` (the files' own
+                    # rules) decides only one that re-including rules match too.
+                    gates = matcher.gates(depth, False, True)
+                    f_literals, f_suffixes, f_regex = gates.positive_parts
+                    f_path, f_negative, f_negative_path = gates[1:4]
+                    gates = matcher.gates(depth, True, True)
+                    d_literals, d_suffixes, d_regex = gates.positive_parts
+                    d_path, d_negative, d_negative_path = gates[1:4]
+                    for entry in listing:
+                        name = entry.name
+                        # is_symlink first: for anything else is_dir()/is_file() then
+                        # describe the entry itself, from the type the listing cached.
+                        if entry.is_symlink():
+                            if not excluded(prefix, depth, name, False, True):
+                                symlinks.append(entry)
+                        elif entry.is_dir():
+                            if name == skip_state:
                                 continue
-                        elif excluded(prefix, depth, name, True, False):
-                            continue
-                    dirs.append(entry)
-                    child = prefix + name
-                    if descend is None or descend(child):
-                        pending.append((child, os.path.join(path, name), stack))
+                            if (
+                                (d_suffixes and name.endswith(d_suffixes))
+                                or (d_literals and name in d_literals)
+                                or (d_regex is not None and d_regex(name))
+                                or (d_path is not None and d_path(prefix + name))
+                            ) and (
+                                (
+                                    (d_negative is None or not d_negative(name))
+                                    and (
+                                        d_negative_path is None
+                                        or not d_negative_path(prefix + name)
+                                    )
+                                )
+                                or excluded(prefix, depth, name, True, True)
+                            ):
+                                continue
+                            dirs.append(entry)
+                            child = prefix + name
+                            if descend is None or descend(child):
+                                pending.append((child, base + name, stack))
+                        else:
+                            if (
+                                (f_suffixes and name.endswith(f_suffixes))
+                                or (f_literals and name in f_literals)
+                                or (f_regex is not None and f_regex(name))
+                                or (f_path is not None and f_path(prefix + name))
+                            ) and (
+                                (
+                                    (f_negative is None or not f_negative(name))
+                                    and (
+                                        f_negative_path is None
+                                        or not f_negative_path(prefix + name)
+                                    )
+                                )
+                                or excluded(prefix, depth, name, False, True)
+                            ):
+                                continue
+                            if entry.is_file():
+                                files.append(entry)
+                            else:
+                                others.append(entry)
                 else:
-                    if excluded is not None:
-                        if ascii_prefix and name.isascii():
-                            if (
-                                (file_name_gate is not None and file_name_gate(name))
-                                or (file_path_gate is not None and file_path_gate(prefix + name))
-                            ) and excluded(prefix, depth, name, False, True):
+                    # No rules, or a name that is not ASCII: ``excluded`` tests each entry.
+                    for entry in listing:
+                        name = entry.name
+                        if entry.is_symlink():
+                            if excluded is None or not excluded(
+                                prefix, depth, name, False, ascii_prefix
+                            ):
+                                symlinks.append(entry)
+                        elif entry.is_dir():
+                            if name == skip_state or (
+                                excluded is not None
+                                and excluded(prefix, depth, name, True, ascii_prefix)
+                            ):
                                 continue
-                        elif excluded(prefix, depth, name, False, False):
-                            continue
-                    if entry.is_file():
-                        files.append(entry)
-                    else:
-                        others.append(entry)
-            yield Batch(directory, path, files, symlinks, dirs, others)
+                            dirs.append(entry)
+                            child = prefix + name
+                            if descend is None or descend(child):
+                                pending.append((child, base + name, stack))
+                        elif excluded is None or not excluded(
+                            prefix, depth, name, False, ascii_prefix
+                        ):
+                            if entry.is_file():
+                                files.append(entry)
+                            else:
+                                others.append(entry)
+                yield Batch(directory, path, files, symlinks, dirs, others)
+        finally:
+            if handle is not None:
+                fs.release_dir(handle)
