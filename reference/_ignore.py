@@ -378,6 +378,7 @@ class StackMatcher:
         self.files = files
         self.empty = not any(file.rules for file in self.files)
         self._gates: dict[tuple[int, bool, bool], _Gates] = {}
+        self._inline: dict[int, tuple[Any, ...]] = {}
 
     def _compile_gates(self, depth: int, is_dir: bool, text: bool) -> _Gates:
         """Gates for entries of a directory at ``depth`` (0 = the root)."""
@@ -422,6 +423,19 @@ class StackMatcher:
         if gates is None:
             gates = self._gates[key] = self._compile_gates(depth, is_dir, text)
         return gates
+
+    def inline_gates(self, depth: int) -> tuple[Any, ...]:
+        """The ``str`` gates of entries at ``depth`` for a walk that tests names inline, flat:
+        for files, then for directories, the parts of the excluding name rules (literal
+        names, suffixes, regex), the excluding path gate and both re-including gates."""
+        flat = self._inline.get(depth)
+        if flat is None:
+            flat = ()
+            for is_dir in (False, True):
+                gates = self.gates(depth, is_dir, True)
+                flat += (*gates.positive_parts, gates.positive_path, *gates[2:4])
+            self._inline[depth] = flat
+        return flat
 
     def excluded(
         self, directory: str, depth: int, name: str, is_dir: bool, ascii_directory: bool

@@ -246,12 +246,20 @@ class SearchTree:
                     # An entry that no excluding rule's gate matches is kept, one that only
                     # excluding rules match is dropped, and ``excluded`` (the files' own
                     # rules) decides only one that re-including rules match too.
-                    gates = matcher.gates(depth, False, True)
-                    f_literals, f_suffixes, f_regex = gates.positive_parts
-                    f_path, f_negative, f_negative_path = gates[1:4]
-                    gates = matcher.gates(depth, True, True)
-                    d_literals, d_suffixes, d_regex = gates.positive_parts
-                    d_path, d_negative, d_negative_path = gates[1:4]
+                    (
+                        f_literals,
+                        f_suffixes,
+                        f_regex,
+                        f_path,
+                        f_negative,
+                        f_negative_path,
+                        d_literals,
+                        d_suffixes,
+                        d_regex,
+                        d_path,
+                        d_negative,
+                        d_negative_path,
+                    ) = matcher.inline_gates(depth)
                     for entry in listing:
                         name = entry.name
                         # is_symlink first: for anything else is_dir()/is_file() then
