@@ -14,7 +14,9 @@ Theory of operation:
   call, and N goes from 1 to the largest count of that call in one thread of a clean run.
 * ``crash_at_every_call`` first runs the scenario cleanly under ``strace -f -e trace=...``
   (no injection) and parses the log: every traced call with its thread and its ordinal
-  in that thread (``parse_strace_log``). The tree after that run is the "after" tree.
+  in that thread (``parse_strace_log``). The tree after that run is the "after" tree;
+  the "before" tree is the initial one as ``prepare`` leaves it (run once by a server
+  that is not traced).
 * Then, for each system call and each N: a fresh workspace (the scenario's initial
   tree), the server started under strace through the MCP adapter
   (``editspec.spec.drivers.mcp``), ``prepare`` (e.g. the reads that authorize a write),
@@ -531,6 +533,19 @@ def _restart_and_recover(target: ProcessTarget, box: _Sandbox) -> tuple[str, tre
     return error, tree
 
 
+def _prepared_tree(target: ProcessTarget, scenario: ProcessScenario, base: Path) -> trees.Tree:
+    """The tree the operation starts from: the initial one, changed by ``prepare`` (run by
+    a server that is not traced)."""
+    box = _Sandbox(base, "before", scenario.initial)
+    if scenario.prepare is not None:
+        driver = _driver(target.command, target, box)
+        try:
+            scenario.prepare(driver)
+        finally:
+            _stop(driver, driver.pid)
+    return trees.capture(box.root)
+
+
 def _kill_run(
     target: ProcessTarget,
     scenario: ProcessScenario,
@@ -619,7 +634,7 @@ def crash_at_every_call(
     started = time.perf_counter()
     scratch = Path(base) if base is not None else Path(tempfile.mkdtemp(prefix="editspec-kill-"))
     scratch.mkdir(parents=True, exist_ok=True)
-    before = trees.capture(_Sandbox(scratch, "before", scenario.initial).root)
+    before = _prepared_tree(target, scenario, scratch)
     box = _Sandbox(scratch, "clean", scenario.initial)
     reached, error, clean = _traced_run(target, scenario, box, None)
     if reached != "returned":

@@ -320,3 +320,30 @@ def test_explore_catches_a_server_that_writes_in_place(tmp_path: Path) -> None:
     assert status == 1, printed
     report = (tmp_path / "failures" / "single-write-kills.txt").read_text()
     assert "torn" in report, report  # a kill after the truncation leaves neither version
+
+
+def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) -> None:
+    """A step that follows writes of its own: a kill leaves those writes, which are the
+    "before" of the step, not a change it made."""
+    needs_strace()
+    pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
+    from editspec.spec.drivers._mcp_map import load_map
+
+    def prepare(driver: Any) -> None:
+        driver.open_session("s").write("made.txt", "written while preparing\n")
+
+    def operation(driver: Any) -> None:
+        driver.open_session("s").write("step.txt", "written by the step\n")
+
+    scenario = ProcessScenario(
+        name="a write after a write",
+        initial=files({"kept.txt": "kept\n"}),
+        prepare=prepare,
+        operation=operation,
+    )
+    target = mcp_target(SERVE, load_map(MAP), RENAME + FSYNC, attach=True)
+    report = crash_at_every_call(target, scenario, base=tmp_path, jobs=2, files_only=True)
+    assert report.before["made.txt"].data == b"written while preparing\n"
+    assert report.during(), report.format()
+    assert not [run for run in report.runs if run.problems], report.format()
+    assert set(report.states()) == {"before", "after"}, report.format()
