@@ -262,11 +262,15 @@ def _newest_first(mtimes: list[int], paths: list[str]) -> list[str]:
     """``paths`` by their ``mtimes``, newest first, then by path: the order of the pairs
     (-mtime, path), with no pair built or compared.
 
-    When no two mtimes are equal they alone decide; otherwise the paths are sorted first,
-    then stably by mtime in reverse (equal mtimes keep their paths' order)."""
+    When no two mtimes are equal they alone decide. They are then compared as floats,
+    which the sort compares fastest: the conversion never reverses two mtimes, and if it
+    merges none (no two floats equal) their order is the mtimes' order. Otherwise the
+    paths are sorted first, then stably by mtime in reverse (equal mtimes keep their
+    paths' order)."""
     indexes = range(len(paths))
-    if len(set(mtimes)) == len(mtimes):
-        order = sorted(indexes, key=mtimes.__getitem__, reverse=True)
+    keys = list(map(float, mtimes))
+    if len(set(keys)) == len(keys):
+        order = sorted(indexes, key=keys.__getitem__, reverse=True)
     else:
         order = sorted(indexes, key=paths.__getitem__)
         order.sort(key=mtimes.__getitem__, reverse=True)

@@ -192,6 +192,24 @@ def test_order_files_then_directories_newest_first_then_path(root: Path, session
     assert session.glob("*").paths == ("new.txt", "same_a", "same_b", "old.txt", "d2", "d1")
 
 
+def test_mtimes_a_float_cannot_tell_apart_are_still_ordered_to_the_nanosecond(
+    root: Path, session: Any
+) -> None:
+    # Nanoseconds of a recent date: a double holds them to about 256 ns, so a.txt and
+    # b.txt have different mtimes but equal floats; b.txt is the newer, and the path
+    # order (a before b) must not decide.
+    base = 1_764_000_000_000_000_000
+    assert float(base + 1) == float(base + 2)
+    make_tree(root, {"a.txt": "", "b.txt": "", "c.txt": ""})
+    _touch(root / "c.txt", base + 1_000_000)
+    for older, newer in (("a.txt", "b.txt"), ("b.txt", "a.txt")):  # whatever the listing
+        _touch(root / older, base + 1)
+        _touch(root / newer, base + 2)
+        assert session.glob("*.txt").paths == ("c.txt", newer, older)
+    _touch(root / "c.txt", base + 2)  # and with an mtime two files share, the path decides
+    assert session.glob("*.txt").paths == ("a.txt", "c.txt", "b.txt")
+
+
 def test_max_results_truncates_and_counts_what_it_returns(root: Path, session: Any) -> None:
     make_tree(root, {f"f{i}.txt": "" for i in range(5)})
     for i in range(5):
