@@ -664,8 +664,20 @@ def main_explore(
         choices=sorted(STANDARD),
         help="a standard scenario (repeatable; default: all)",
     )
-    parser.add_argument("--model", choices=("ordered", "strict"), default="ordered")
-    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--model",
+        choices=("ordered", "strict"),
+        default="ordered",
+        help="power loss: unsynced directory operations lost as a suffix in order "
+        "(ordered, the default) or any subset of them (strict)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes (with --mcp: threads; default: the CPUs)",
+    )
     parser.add_argument(
         "--memory",
         action="store_true",
@@ -699,7 +711,9 @@ def main_explore(
     parser.add_argument(
         "--mcp-map", metavar="FILE", help="a TOML map from the contract to the server's tools"
     )
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar on standard error"
+    )
     args = parser.parse_args(argv)
     names = args.scenario or list(STANDARD)
     if args.mcp:
