@@ -30,7 +30,6 @@ from concurrent.futures import ProcessPoolExecutor
 from editspec.fault_injection import explore, harness, trees
 from editspec.fault_injection.powerloss import materialize
 
-
 #: The reference engine reached only through the driver contract, as ``--driver`` runs it.
 REFERENCE_DRIVER = "editspec.spec.drivers.reference:factory"
 
