@@ -135,3 +135,13 @@ class Elsewhere(Atomic):
     """Says it runs in another process: nothing its os calls do can be intercepted here."""
 
     capabilities = frozenset({"read", "write", "process"})
+
+
+def _refuse(path: Path, data: bytes) -> None:
+    raise Refused("STALE", f"{path.name} changed since it was read")
+
+
+class Refusing(_Writer):
+    """Refuses every write: there is no clean run to explore."""
+
+    write = staticmethod(_refuse)

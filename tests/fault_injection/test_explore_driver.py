@@ -155,6 +155,18 @@ def test_every_durability_mutant_is_caught_through_the_driver_and_replays(
         assert status == 0, healed.getvalue()
 
 
+def test_a_step_that_fails_without_a_fault_is_reported_not_explored(tmp_path: Path) -> None:
+    status, _, err = run(
+        [
+            *("--driver", f"{DRIVERS}:Refusing", "--scenario", "single-write"),
+            *("-j", "1", "--out", str(tmp_path / "failures"), "--no-progress"),
+        ]
+    )
+    assert status == 1
+    assert "the clean run of single-write failed: STALE" in err
+    assert not (tmp_path / "failures").exists()
+
+
 def test_the_explorer_refuses_what_it_cannot_crash(tmp_path: Path) -> None:
     out = str(tmp_path / "failures")
     with pytest.raises(SystemExit) as refused:
