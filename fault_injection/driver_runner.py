@@ -116,7 +116,11 @@ class DriverRunner:
             )
         self.capabilities = capabilities
         if "recovery" in capabilities:
-            driver.recover()
+            try:
+                driver.recover()
+            except Exception:  # a failed recovery (a crash in it is no Exception: dead)
+                driver.close()
+                raise
         return driver
 
     def start(self, initial: Mapping[str, trees.Entry]) -> None:
