@@ -61,6 +61,21 @@ def test_the_reference_as_a_driver_passes_every_crash_and_power_loss_state(
     assert not failures.exists()
 
 
+def test_worker_processes_load_the_driver_and_find_the_same_failures(tmp_path: Path) -> None:
+    found = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"failures-{jobs}"
+        status, table, _ = run(
+            [
+                *("--driver", f"{DRIVERS}:Careless", "--scenario", "single-write"),
+                *("-j", jobs, "--out", str(out), "--no-progress"),
+            ]
+        )
+        assert status == 1, table
+        found[jobs] = (row(table, "single-write")[1:6], sorted(p.name for p in out.iterdir()))
+    assert found["1"] == found["2"]
+
+
 def test_recovery_is_crashed_at_each_of_its_own_os_calls(tmp_path: Path) -> None:
     box = harness.Sandbox(tmp_path / "box")
     scenario = attrs.evolve(explore.recovery_crash(), driver=REFERENCE)
