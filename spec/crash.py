@@ -44,6 +44,7 @@ import contextlib
 import errno as _errno
 import io
 import os
+import pathlib
 import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -193,6 +194,7 @@ class OsInterceptor:
         self._count_lock = threading.RLock()
         self._suspended = threading.local()
         self._added_support: list[tuple[set[Any], Any]] = []
+        self._accessor_originals: dict[str, Any] = {}
         self.observers: list[Observer] = []
 
     # -- the context manager ---------------------------------------------------------
@@ -223,7 +225,31 @@ class OsInterceptor:
         self._builtin_open = builtins.open
         io.open = self._open_file
         builtins.open = self._open_file
+        self._patch_accessor()
         return self
+
+    def _patch_accessor(self) -> None:
+        """Python 3.10's ``pathlib`` calls ``os`` through functions its accessor class took
+        when it was imported (``Path.mkdir`` is ``_NormalAccessor.mkdir``, ``os.mkdir``
+        as it was then): those take the wrappers too. Later versions call ``os`` itself."""
+        accessor = getattr(pathlib, "_NormalAccessor", None)
+        if accessor is None:
+            return
+        for name, value in list(vars(accessor).items()):
+            if value is io.open or value is self._io_open:
+                replacement: Any = self._open_file
+            else:
+                replacement = next(
+                    (
+                        getattr(os, os_name)
+                        for os_name, original in self._originals.items()
+                        if value is original
+                    ),
+                    None,
+                )
+            if replacement is not None:
+                self._accessor_originals[name] = value
+                setattr(accessor, name, staticmethod(replacement))
 
     def __exit__(
         self,
@@ -239,6 +265,10 @@ class OsInterceptor:
             support.discard(wrapper)
         io.open = self._io_open
         builtins.open = self._builtin_open
+        accessor = getattr(pathlib, "_NormalAccessor", None)
+        for name, original in self._accessor_originals.items():
+            setattr(accessor, name, original)
+        self._accessor_originals.clear()
         with _Interception.lock:
             _Interception.active = None
         # A crash ends the block quietly: the process "died". Whatever a finally block raised

@@ -61,6 +61,25 @@ def test_counting_records_every_mutating_call(tmp_path):
     assert target.read_bytes() == NEW
 
 
+def test_pathlib_calls_are_counted_and_crashed_too(tmp_path):
+    """Whatever the Python version: 3.10's pathlib calls os through functions its
+    accessor took at import, which the interceptor must reach as well."""
+    source, folder = tmp_path / "a.txt", tmp_path / "d"
+    with count_mutations() as clean:
+        source.write_text("text")
+        folder.mkdir()
+        source.rename(folder / "a.txt")
+        (folder / "a.txt").unlink()
+        folder.rmdir()
+    names = [call.name for call in clean.trace]
+    assert names[0] == "open" and "mkdir" in names and "rename" in names, names
+    assert names[-2:] == ["unlink", "rmdir"], names
+    with crash_at(names.index("mkdir") + 1) as point:
+        source.write_text("text")
+        folder.mkdir()
+    assert point.crashed and source.read_text() == "text" and not folder.exists()
+
+
 def test_a_crash_at_every_step_of_an_atomic_writer_leaves_old_or_new(tmp_path):
     target = tmp_path / "a.txt"
     for step in range(1, 6):
