@@ -10,6 +10,7 @@ replayable scenario before the assertion is raised.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -80,9 +81,7 @@ class WorkspaceMachine(RuleBasedStateMachine):
             inner=harness.InMemoryFileSystem if self.memory else FileSystem,
             workspace=type(self).open_workspace,
         )
-        self.runner = harness.make_runner(
-            self.sandbox, Scenario(name=type(self).__name__, driver=self.driver)
-        )
+        self.runner = harness.make_runner(self.sandbox, self.driver)
         self.model = Model(files=dict(self.initial_files), dirs=set(self.initial_dirs))
         self.initial = self.model.tree()
         self.steps: list[dict[str, Any]] = []
@@ -105,23 +104,26 @@ class WorkspaceMachine(RuleBasedStateMachine):
         steps = [*self.steps, *([dict(step)] if step is not None else [])]
         if step is not None and prediction_codes is not None:
             steps[-1]["outcomes"] = sorted(prediction_codes)
-        scenario = Scenario(
-            name=type(self).__name__,
-            description=f"shrunk failure of the {type(self).__name__} state machine",
-            initial=self.initial,
-            steps=tuple(steps),
-            expected=tuple(expected),
-            actual=trees.without_modes(self.sandbox.tree()),
-            problems=tuple(problems),
-            driver=self.driver,
-        )
-        path = os.path.join(failure_dir(), f"{type(self).__name__}.json")
+        actual = trees.without_modes(self.sandbox.tree())
+        pause: Any = contextlib.nullcontext()
         if WorkspaceMachine.active_patcher is not None:
             from pyfakefs.fake_filesystem_unittest import Pause
 
-            with Pause(WorkspaceMachine.active_patcher):
-                scenario.save(path)
-        else:
+            pause = Pause(WorkspaceMachine.active_patcher)
+        # The file lands on the real disk, and the versions are read from it: importlib's
+        # metadata caches the paths it looks at, which must not be pyfakefs's.
+        with pause:
+            scenario = Scenario(
+                name=type(self).__name__,
+                description=f"shrunk failure of the {type(self).__name__} state machine",
+                initial=self.initial,
+                steps=tuple(steps),
+                expected=tuple(expected),
+                actual=actual,
+                problems=tuple(problems),
+                driver=self.driver,
+            )
+            path = os.path.join(failure_dir(), f"{type(self).__name__}.json")
             scenario.save(path)
         raise AssertionError("\n".join([*problems, f"scenario saved: {path}"]))
 

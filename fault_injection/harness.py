@@ -337,20 +337,22 @@ class Recorded:
 
 def make_runner(
     sandbox: Sandbox,
-    scenario: Scenario,
+    driver: str = "",
     *,
+    count: str = "mutating",
     watch: Callable[..., None] | None = None,
     on_restart: Callable[[str], None] | None = None,
 ) -> Any:
-    """The runner for ``scenario``: the reference through its port, or its named driver.
+    """The reference through its port (counting ``count`` operations), or ``driver``
+    (``module:factory``) through the contract: a scenario's ``driver`` and ``count``.
 
     ``watch`` sees the reference's ``OpEvent``s, or a driver's ``(OsCall, outcome)``s.
     """
-    if scenario.driver:
+    if driver:
         from editspec.fault_injection.driver_runner import DriverRunner
 
-        return DriverRunner(sandbox, scenario.driver, watch=watch, on_restart=on_restart)
-    return Runner(sandbox, count=scenario.count, watch=watch, on_restart=on_restart)
+        return DriverRunner(sandbox, driver, watch=watch, on_restart=on_restart)
+    return Runner(sandbox, count=count, watch=watch, on_restart=on_restart)
 
 
 # -- the checks of one faulted step ------------------------------------------------------
@@ -387,7 +389,7 @@ def _setup(runner: Any, scenario: Scenario) -> None:
 
 def baseline(sandbox: Sandbox, scenario: Scenario) -> Baseline:
     """Run ``scenario`` without faults, recording its last step."""
-    runner = make_runner(sandbox, scenario)
+    runner = make_runner(sandbox, scenario.driver, count=scenario.count)
     try:
         _setup(runner, scenario)
         before = sandbox.tree()
@@ -468,7 +470,7 @@ def _faulted(
     """Run the last step with ``fault`` after a clean setup; the faulted scenario, the
     report, and the problems, notes and tree ``check_outcome`` finds."""
     faulted = with_fault(scenario, fault)
-    runner = make_runner(sandbox, scenario)
+    runner = make_runner(sandbox, scenario.driver, count=scenario.count)
     try:
         _setup(runner, scenario)
         report = runner.run(faulted.steps[-1])
@@ -523,7 +525,7 @@ def check_power_state(
 ) -> Verdict:
     """Materialize one power-loss state of the baseline, recover, check."""
     faulted = with_fault(scenario, power_fault(state, model))
-    runner = make_runner(sandbox, scenario)
+    runner = make_runner(sandbox, scenario.driver, count=scenario.count)
     try:
         report = runner.cut_power(state)
     finally:
@@ -537,7 +539,7 @@ def check_power_state(
 
 def recovery_count(sandbox: Sandbox, scenario: Scenario, at: int) -> int:
     """How many counted operations recovery issues after a crash at ``at``."""
-    runner = make_runner(sandbox, scenario)
+    runner = make_runner(sandbox, scenario.driver, count=scenario.count)
     try:
         _setup(runner, scenario)
         return int(runner.recovery_count(scenario.steps[-1], at))

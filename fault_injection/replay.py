@@ -269,7 +269,8 @@ def _replay(scenario: Scenario, base: str, out: TextIO, *, verbose: bool) -> int
     printer = _Printer(out, sandbox.base, verbose=verbose)
     runner = harness.make_runner(
         sandbox,
-        scenario,
+        scenario.driver,
+        count=scenario.count,
         watch=printer.os_call if scenario.driver else printer.event,
         on_restart=printer.restart,
     )
