@@ -34,7 +34,7 @@ from editspec.fault_injection import explore
 from editspec.fault_injection.ostrace import _AsWorkspace
 from editspec.fault_injection.scenario import Scenario, perform
 
-__all__ = ["KILLED_AT", "explore_process", "process_scenario"]
+__all__ = ["KILLED_AT", "explore_process", "process_scenario", "tally"]
 
 
 def _killed_at() -> tuple[str, ...]:
@@ -74,6 +74,30 @@ def process_scenario(scenario: Scenario) -> Any:
     )
 
 
+def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[explore.Row, int]:
+    """The table row of a scenario's kill runs, and how many kills missed its step.
+
+    A kill that never came, or came before the step, is no crash point of it. A run
+    fails when the disk is neither all-before nor all-after, or (but for a single write,
+    whose temp file the reference leaves too) when a file of neither tree is left.
+    """
+    temps_allowed = name == "single-write"
+    row = explore.Row(name, process=True, seconds=seconds)
+    elsewhere = 0
+    for run in runs:
+        if run.phase != "operation" or run.killed_at is None:
+            elsewhere += 1
+            continue
+        row.crash_points += 1
+        strays = bool(run.judgement is not None and run.judgement.strays)
+        if run.problems or (strays and not temps_allowed):
+            row.failed += 1
+        else:
+            row.passed += 1
+            row.notes += strays
+    return row, elsewhere
+
+
 def explore_process(
     names: Sequence[str],
     factory: Any,
@@ -99,20 +123,7 @@ def explore_process(
             report = crash_at_every_call(
                 target, scenario, base=base, jobs=jobs, files_only=True, retries=RETRIES
             )
-        temps_allowed = name == "single-write"  # as for the reference: a note, not a failure
-        row = explore.Row(name, process=True, seconds=report.seconds)
-        elsewhere = 0
-        for run in report.runs:
-            if run.phase != "operation" or run.killed_at is None:
-                elsewhere += 1  # the kill never came, or not while the step ran
-                continue
-            row.crash_points += 1
-            strays = bool(run.judgement is not None and run.judgement.strays)
-            if run.problems or (strays and not temps_allowed):
-                row.failed += 1
-            else:
-                row.passed += 1
-                row.notes += strays
+        row, elsewhere = tally(name, report.runs, report.seconds)
         rows.append(row)
         if row.failed and out is not None:
             os.makedirs(out, exist_ok=True)

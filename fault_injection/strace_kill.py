@@ -571,6 +571,17 @@ def _kill_run(
     return KillRun(syscall, when, phase, site, judgement, error, restart_error)
 
 
+def until_landed(kill: Callable[[], KillRun], under: Path, retries: int) -> KillRun:
+    """``kill()``, again up to ``retries`` times while its kill landed on no call that
+    names a path under ``under`` (another thread's call counted first)."""
+    run = kill()
+    for _ in range(retries):
+        if run.killed_at is not None and os.fspath(under) in run.killed_at.args:
+            break
+        run = kill()
+    return run
+
+
 def _spread(items: Sequence[tuple[str, int]], count: int) -> list[tuple[str, int]]:
     """At most ``count`` of ``items``, evenly spaced, the first and the last included."""
     if count >= len(items):
@@ -648,12 +659,11 @@ def crash_at_every_call(
         points = kill_points(clean, wanted, at_most=at_most, under=box.dir if files_only else None)
 
     def run_at(point: tuple[str, int]) -> KillRun:
-        run = _kill_run(target, scenario, before, after, scratch, *point)
-        for _ in range(retries if files_only else 0):
-            if run.killed_at is not None and os.fspath(scratch) in run.killed_at.args:
-                break
-            run = _kill_run(target, scenario, before, after, scratch, *point)
-        return run
+        return until_landed(
+            lambda: _kill_run(target, scenario, before, after, scratch, *point),
+            scratch,
+            retries if files_only else 0,
+        )
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         runs = list(pool.map(run_at, points))

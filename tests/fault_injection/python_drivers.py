@@ -145,3 +145,23 @@ class Refusing(_Writer):
     """Refuses every write: there is no clean run to explore."""
 
     write = staticmethod(_refuse)
+
+
+class LeavesAJournal(AtomicOutsideTheRoot):
+    """Durable and atomic, but every write leaves a file in ``<state_dir>/journal``."""
+
+    def open_session(self, session_id: str) -> _WriterSession:
+        state_dir = self._state_dir
+
+        def write(path: Path, data: bytes) -> None:
+            (state_dir / "journal").mkdir(exist_ok=True)
+            (state_dir / "journal" / "left.json").write_text("{}")
+            _atomic(path, data, temp_dir=state_dir)
+
+        return _WriterSession(self._root, write)
+
+
+class LeavesAJournalWhereDesignPutsThem(LeavesAJournal):
+    """The same, saying its journals are where DESIGN puts them: that file is one."""
+
+    capabilities = LeavesAJournal.capabilities | {"journal_layout"}

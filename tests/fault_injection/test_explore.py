@@ -194,6 +194,27 @@ def test_replay_of_a_power_loss_prints_the_cut(tmp_path: Path) -> None:
     assert "power cut (ordered model)" in printed
 
 
+def test_replay_refuses_a_power_cut_that_names_operations_the_step_no_longer_has(
+    tmp_path: Path,
+) -> None:
+    box = sandbox(tmp_path)
+    scenario = explore.single_write()
+    base = harness.baseline(box, scenario)
+    states, _ = harness.power_states(base, "ordered")
+    state = states[-1]
+    saved = json.loads(
+        harness.with_fault(scenario, harness.power_fault(state, "ordered"))
+        .save(tmp_path / "cut.json")
+        .read_text()
+    )
+    writes = [op.position for op in base.trace if op.name == "write"]
+    saved["steps"][-1]["fault"]["lost"] = writes[:1]  # a data write: no entry to lose
+    (tmp_path / "cut.json").write_text(json.dumps(saved))
+    out = io.StringIO()
+    assert replay(tmp_path / "cut.json", out) == 2
+    assert "cannot replay step 1" in out.getvalue()
+
+
 def test_the_in_memory_port_keeps_permission_bits_when_reading(fs: object) -> None:
     path = Path("/ws/f.txt")
     path.parent.mkdir()

@@ -124,6 +124,36 @@ def test_an_atomic_writer_whose_temp_files_stay_outside_the_root_passes(tmp_path
     assert int(cells[1]) >= 4 and int(cells[3]) >= 4 and cells[5] == "0"
 
 
+def test_journals_are_looked_for_only_where_a_driver_says_it_keeps_them(tmp_path: Path) -> None:
+    from editspec.fault_injection import ostrace
+    from tests.fault_injection.python_drivers import (
+        LeavesAJournal,
+        LeavesAJournalWhereDesignPutsThem,
+    )
+
+    scenario = explore.single_write()
+    for driver, journals_checked in (
+        (LeavesAJournal, False),
+        (LeavesAJournalWhereDesignPutsThem, True),
+    ):
+        name = f"{DRIVERS}:{driver.__name__}"
+        status, table, _ = run(
+            [
+                *("--driver", name, "--scenario", "single-write"),
+                *("-j", "1", "--out", str(tmp_path / driver.__name__), "--no-progress"),
+            ]
+        )
+        assert status == (1 if journals_checked else 0), table
+        box = harness.Sandbox(tmp_path / f"box-{driver.__name__}")
+        report = ostrace.check_driver_power_loss(driver, box, scenario)
+        problems = [line for failure in report.failures for line in failure.problems]
+        assert report.states > 1
+        if journals_checked:
+            assert problems and all("journal left" in line for line in problems), problems
+        else:
+            assert not problems, problems
+
+
 def test_a_writer_that_leaves_its_temp_file_in_the_root_is_caught(tmp_path: Path) -> None:
     status, _, _ = run(
         [

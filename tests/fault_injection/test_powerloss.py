@@ -11,6 +11,7 @@ import pytest
 from editspec.fault_injection import FaultyFileSystem, trees
 from editspec.fault_injection.powerloss import (
     PowerState,
+    TraceChanged,
     TraceRecorder,
     capture_image,
     check_power_loss,
@@ -290,8 +291,18 @@ def test_a_state_can_be_rebuilt_from_its_description(base: Path) -> None:
             {key: kept for key, _path, kept, _written in state.cut},
         )
         assert rebuilt.key() == state.key()
-    with pytest.raises(ValueError):
+    with pytest.raises(TraceChanged, match="no file created as op:99"):
         rebuild_state(recorder.image, recorder.ops, 1, (), {"op:99": 0})
+    # A lost operation must be an entry operation its directory had not synced by then:
+    # anything else names a state the model never allows (a trace that has changed).
+    entry_ops = [op.position for op in recorder.ops if op.name in ("rename", "mkdir")]
+    data_ops = [op.position for op in recorder.ops if op.name in ("write", "close")]
+    end = len(recorder.ops)
+    rebuild_state(recorder.image, recorder.ops, end, entry_ops, {})  # nothing was synced
+    with pytest.raises(TraceChanged, match="no unsynced entry operations"):
+        rebuild_state(recorder.image, recorder.ops, end, data_ops[:1], {})
+    with pytest.raises(TraceChanged, match="no unsynced entry operations"):
+        rebuild_state(recorder.image, recorder.ops, entry_ops[0], entry_ops[:1], {})
 
 
 def _stray_temp(relative: str) -> bool:

@@ -347,3 +347,43 @@ def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) 
     assert report.during(), report.format()
     assert not [run for run in report.runs if run.problems], report.format()
     assert set(report.states()) == {"before", "after"}, report.format()
+
+
+def test_a_kill_that_landed_on_another_threads_call_is_tried_again() -> None:
+    from editspec.fault_injection.strace_kill import KillRun, TracedCall, until_landed
+
+    box = Path("/sandbox/write-3")
+
+    def run(args: str | None) -> KillRun:
+        site = None if args is None else TracedCall(7, "write", 3, args, "?")
+        return KillRun("write", 3, "operation", site, None)
+
+    landed = [run("1<pipe:[9]>, ..."), run(None), run(f"9<{box}/ws/f.txt>, ..."), run(None)]
+    tried = iter(landed)
+    assert until_landed(lambda: next(tried), box, retries=4) is landed[2]  # stops once it hit
+    tried = iter(landed)
+    assert until_landed(lambda: next(tried), box, retries=1) is landed[1]  # gives up
+    tried = iter(landed)
+    assert until_landed(lambda: next(tried), box, retries=0) is landed[0]
+
+
+def test_the_table_counts_only_kills_during_the_step_and_strays_only_beside_a_patch() -> None:
+    from editspec.fault_injection.explore_process import tally
+    from editspec.fault_injection.strace_kill import Judgement, KillRun, TracedCall
+
+    site = TracedCall(7, "rename", 1, "3</box/ws>, ...", "?")
+
+    def run(phase: str, judgement: Judgement | None, at: TracedCall | None = site) -> KillRun:
+        return KillRun("rename", 1, phase, at, judgement)
+
+    runs = [
+        run("operation", Judgement("before")),
+        run("operation", Judgement("after", strays=(".a.tmp",))),
+        run("operation", Judgement("torn", torn=("a",), lines=("a: torn",))),
+        run("prepare", Judgement("before")),  # died before the step
+        run("none", Judgement("after"), None),  # never killed
+    ]
+    row, elsewhere = tally("single-write", runs, 1.0)
+    assert (row.crash_points, row.passed, row.failed, row.notes, elsewhere) == (3, 2, 1, 1, 2)
+    row, _ = tally("update-10-files", runs, 1.0)  # a stage file left beside a patch fails
+    assert (row.passed, row.failed, row.notes) == (1, 2, 0)

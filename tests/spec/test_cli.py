@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from editspec.spec import catalog, cli
-from editspec.spec.drivers import DriverLoadError, DriverSpec, factory_for
+from editspec.spec.drivers import DriverLoadError, DriverSpec, factory_for, load_factory
 
 HERE = Path(__file__).resolve().parent
 
@@ -183,6 +183,17 @@ def test_driver_names_are_checked(monkeypatch, spec, message):
     monkeypatch.syspath_prepend(str(HERE))
     with pytest.raises(DriverLoadError, match=message):
         factory_for(DriverSpec(driver=spec))
+
+
+def test_a_driver_module_is_found_in_the_current_directory_as_python_m_would(monkeypatch, tmp_path):
+    (tmp_path / "here_driver.py").write_text("def factory(root, state_dir):\n    return root\n")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", os.getcwd())])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "here_driver", raising=False)
+    factory = load_factory("here_driver:factory")
+    assert factory(tmp_path, tmp_path) == tmp_path
+    with pytest.raises(DriverLoadError, match="no_such_module"):  # still an error if absent
+        load_factory("no_such_module:factory")
 
 
 def test_catalog_commands(tmp_path):
