@@ -24,6 +24,7 @@ from editspec.fault_injection import strace_kill
 from editspec.fault_injection.strace_kill import (
     CHMOD,
     FSYNC,
+    LINK,
     RENAME,
     WRITE,
     ProcessScenario,
@@ -341,12 +342,15 @@ def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) 
         prepare=prepare,
         operation=operation,
     )
-    target = mcp_target(SERVE, load_map(MAP), RENAME + FSYNC, attach=True)
-    report = crash_at_every_call(target, scenario, base=tmp_path, jobs=2, files_only=True)
+    # The step's temp file is written, synced, then linked into place: kills at those
+    # calls leave the tree the preparation left, which is no change of the step.
+    target = mcp_target(SERVE, load_map(MAP), WRITE + FSYNC + LINK, attach=True)
+    report = crash_at_every_call(
+        target, scenario, base=tmp_path, jobs=2, files_only=True, retries=3
+    )
     assert report.before["made.txt"].data == b"written while preparing\n"
-    assert report.during(), report.format()
+    assert report.states().get("before"), report.format()  # else this shows nothing
     assert not [run for run in report.runs if run.problems], report.format()
-    assert set(report.states()) == {"before", "after"}, report.format()
 
 
 def test_a_kill_that_landed_on_another_threads_call_is_tried_again() -> None:
