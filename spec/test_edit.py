@@ -6,15 +6,24 @@ import codecs
 import json
 
 from editspec.reference import EditSpec
-from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code
+from editspec.spec import MUST, SHOULD, assert_fields, clause, prepare_change, raises_code
 from editspec.spec.fixtures import sha256
 
 CODE = "def greet(name):\n    message = 'hello ' + name\n    return message\n"
 
 
 def _prepared(session, disk, rel, data):
+    """A file on disk that ``session`` may edit (read first if the tool needs it)."""
     disk.write(rel, data)
-    session.read(rel)
+    prepare_change(session, rel)
+
+
+def _control(session, disk, rel="control.txt"):
+    """Positive control (DESIGN §7): an edit of the same kind, in the same session and path
+    style, succeeds and lands, so a refusal that follows is about what the clause tests."""
+    _prepared(session, disk, rel, "control = 1\n")
+    session.edit(rel, [EditSpec("control = 1", "control = 2")])
+    assert disk.read(rel) == b"control = 2\n", "the positive control's edit did not land"
 
 
 def _exact_strategy_name(session, disk):
@@ -33,7 +42,7 @@ def _assert_fallback(result, exact_name):
 @clause(
     "EDIT-001",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An old_string that occurs exactly once is replaced by new_string, and every other byte "
     "of the file stays as it was; the result says operation 'patch' and count 1.",
     rationale="This is the edit agents make hundreds of times a day; anything beyond the "
@@ -50,7 +59,7 @@ def test_unique_exact_match_is_replaced(session, disk):
 @clause(
     "EDIT-002",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Each replacement reports the strategy that matched and the 1-based line of its first "
     "match.",
     rationale="The agent and the reviewer need to know where an edit landed and how loosely "
@@ -67,12 +76,13 @@ def test_replacement_reports_where_and_how(session, disk):
 @clause(
     "EDIT-003",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An old_string that matches more than once without replace_all is rejected with "
     "AMBIGUOUS, and the file is unchanged.",
     rationale="Replacing the first of two identical blocks edits the wrong one half the time.",
 )
 def test_ambiguous_match_is_rejected(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "dup.py", "x = 1\ny = 2\nx = 1\n")
     before = disk.snapshot()
     with raises_code("AMBIGUOUS"):
@@ -83,7 +93,7 @@ def test_ambiguous_match_is_rejected(session, disk):
 @clause(
     "EDIT-004",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="replace_all replaces every occurrence and reports their number.",
     rationale="Renames across a file are one call, not a loop of fragile single edits.",
 )
@@ -98,12 +108,13 @@ def test_replace_all(session, disk):
 @clause(
     "EDIT-005",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An old_string that matches nowhere, by any strategy, fails with NO_MATCH and the file "
     "is unchanged.",
     rationale="A non-matching edit must never be applied 'somewhere close'.",
 )
 def test_no_match(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "greet.py", CODE)
     before = disk.snapshot()
     with raises_code("NO_MATCH"):
@@ -114,11 +125,12 @@ def test_no_match(session, disk):
 @clause(
     "EDIT-006",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="old_string equal to new_string fails with NO_CHANGE and the file is unchanged.",
     rationale="An identical replacement is a confused call; reporting success hides the confusion.",
 )
 def test_identical_strings_are_no_change(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "greet.py", CODE)
     before = disk.snapshot()
     with raises_code("NO_CHANGE"):
@@ -142,7 +154,7 @@ def test_empty_old_string_creates_missing_file(session, disk):
 @clause(
     "EDIT-008",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An empty old_string on an existing empty file fills it with new_string.",
     rationale="Empty placeholder files are filled the same way a missing one is created.",
 )
@@ -155,13 +167,14 @@ def test_empty_old_string_fills_empty_file(session, disk):
 @clause(
     "EDIT-009",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An empty old_string on a non-empty file fails with INVALID_ARGUMENT and the file is "
     "unchanged.",
     rationale="An empty pattern matches everywhere; treating it as 'overwrite' or 'prepend' "
     "destroys or mangles the file.",
 )
 def test_empty_old_string_on_non_empty_file(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "greet.py", CODE)
     before = disk.snapshot()
     with raises_code("INVALID_ARGUMENT"):
@@ -172,7 +185,7 @@ def test_empty_old_string_on_non_empty_file(session, disk):
 @clause(
     "EDIT-010",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Several edits in one call apply in order, each to the result of the previous one.",
     rationale="Agents chain edits that depend on each other (rename, then use the new name).",
 )
@@ -188,13 +201,14 @@ def test_edits_apply_in_order(session, disk):
 @clause(
     "EDIT-011",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Several edits in one call are all or nothing: if any fails (NO_MATCH, AMBIGUOUS), the "
     "file is unchanged and no edit is applied.",
     rationale="A half-applied refactoring leaves code that neither the old nor the new plan "
     "describes.",
 )
 def test_edits_are_all_or_nothing(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "all.py", "a = 1\nb = 2\nc = 3\nc = 3\n")
     before = disk.snapshot()
     with raises_code("NO_MATCH"):
@@ -210,7 +224,7 @@ def test_edits_are_all_or_nothing(session, disk):
 @clause(
     "EDIT-012",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="In a CRLF file an old_string written with LF line breaks matches, and the new text is "
     "written with CRLF; every other byte is unchanged.",
     rationale="Models write LF; a CRLF file must neither reject the edit nor get mixed line "
@@ -225,7 +239,7 @@ def test_crlf_is_kept(session, disk):
 @clause(
     "EDIT-013",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="A UTF-8 BOM is kept, and an old_string at the very start of the text matches after it.",
     rationale="Dropping or duplicating a BOM breaks Windows toolchains and shows as a "
     "whole-file diff.",
@@ -239,7 +253,7 @@ def test_utf8_bom_is_kept(session, disk):
 @clause(
     "EDIT-014",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="A UTF-16 file with a BOM stays UTF-16 of the same byte order, with its BOM.",
     rationale="Re-encoding as UTF-8 makes the file unreadable to the tools that wrote it.",
 )
@@ -253,12 +267,13 @@ def test_utf16_is_kept(session, disk):
 @clause(
     "EDIT-015",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An edit of a binary file fails with BINARY and the file is unchanged.",
     rationale="String replacement in bytes that are not text corrupts images, archives and "
     "databases.",
 )
 def test_binary_file_is_refused(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "img.png", b"\x89PNG\r\n\x1a\n\x00\x00IHDR\xff\xfe")
     before = disk.snapshot()
     with raises_code("BINARY"):
@@ -280,12 +295,13 @@ NOTEBOOK = json.dumps(
 @clause(
     "EDIT-016",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="A string edit of a .ipynb notebook fails with UNSUPPORTED and the file is unchanged.",
     rationale="Replacing text inside notebook JSON breaks its escaping and structure; notebooks "
     "need cell-level editing.",
 )
 def test_notebook_is_unsupported(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "analysis.ipynb", NOTEBOOK)
     before = disk.snapshot()
     with raises_code("UNSUPPORTED"):
@@ -296,7 +312,7 @@ def test_notebook_is_unsupported(session, disk):
 @clause(
     "EDIT-017",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="When no exact match exists, an old_string that matches once with trailing whitespace "
     "ignored on each line is applied, and the result names a strategy other than the exact one.",
     rationale="Models drop trailing spaces they cannot see; refusing those edits wastes "
@@ -313,7 +329,7 @@ def test_trailing_whitespace_fallback(session, disk):
 @clause(
     "EDIT-018",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Straight quotes in old_string match curly quotes in the file, and the new text takes "
     "the file's curly style.",
     rationale="Models normalise typography; the document's quote style must survive the edit.",
@@ -329,7 +345,7 @@ def test_smart_quotes_fallback(session, disk):
 @clause(
     "EDIT-019",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text='Over-escaped sequences in old_string (a literal backslash-n for a line break, \\" for '
     "a quote) match what they escape.",
     rationale="JSON-in-JSON tool calls double-escape; the intended text is unambiguous.",
@@ -347,7 +363,7 @@ def test_over_escaped_fallback(session, disk):
 @clause(
     "EDIT-020",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An old_string that matches once when runs of spaces and tabs inside lines are read as "
     "one space is applied.",
     rationale="Aligned code (tables, assignments) is retyped by models with single spaces.",
@@ -363,7 +379,7 @@ def test_whitespace_runs_fallback(session, disk):
 @clause(
     "EDIT-021",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Lines whose indentation differs from the file's by one constant offset match, and the "
     "new text is re-indented by the same offset.",
     rationale="Models quote nested code with its indentation stripped; the replacement must "
@@ -384,7 +400,7 @@ def test_flexible_indentation(session, disk):
 @clause(
     "EDIT-022",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="As the last resort, a block of lines whose first and last lines match the file's once "
     "(with a slightly different middle) is replaced as a whole.",
     rationale="Models misremember one line in the middle of a function; anchoring on its first "
@@ -403,11 +419,12 @@ def test_block_anchors(session, disk):
 @clause(
     "EDIT-023",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="A fallback strategy that finds several matches is AMBIGUOUS; it never applies the first.",
     rationale="Loose matching multiplies candidates; picking one silently edits the wrong place.",
 )
 def test_fallback_ambiguity(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "two.py", "a = 1   \nb\nmid\na = 1  \nb\n")
     before = disk.snapshot()
     with raises_code("AMBIGUOUS"):
@@ -418,7 +435,7 @@ def test_fallback_ambiguity(session, disk):
 @clause(
     "EDIT-024",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An exact match takes precedence: when old_string matches exactly once, looser matches "
     "elsewhere neither make it ambiguous nor get edited.",
     rationale="The cascade only falls through on zero matches; otherwise a precise edit becomes "
@@ -433,7 +450,7 @@ def test_exact_match_has_precedence(session, disk):
 @clause(
     "EDIT-025",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="line= chooses, among several matches, the one on that 1-based line.",
     rationale="Agents that know the line number can disambiguate without quoting more context.",
 )
@@ -447,12 +464,13 @@ def test_line_hint_chooses_among_matches(session, disk):
 @clause(
     "EDIT-026",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Hints (line, before, after) never make a non-matching edit match: NO_MATCH.",
     rationale="A hint that pulls in 'the nearest similar text' turns a wrong old_string into a "
     "wrong edit.",
 )
 def test_hints_never_create_a_match(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "v.py", "v = 0\nw = 1\n")
     before = disk.snapshot()
     with raises_code("NO_MATCH"):
@@ -465,7 +483,7 @@ def test_hints_never_create_a_match(session, disk):
 @clause(
     "EDIT-027",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="before= (text preceding the match) and after= (text following it) choose among several "
     "matches.",
     rationale="Quoting a unique neighbour is often easier than quoting a unique block.",
@@ -482,7 +500,7 @@ def test_anchor_hints_choose_among_matches(session, disk):
 @clause(
     "EDIT-028",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An edit that grows the file more than tenfold succeeds and carries a warning.",
     rationale="Runaway growth is a common symptom of a model pasting a file into itself; the "
     "host should be told.",
@@ -497,7 +515,7 @@ def test_tenfold_growth_warns(session, disk):
 @clause(
     "EDIT-029",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="The result's diff is a unified diff of the change ('-' for removed, '+' for added "
     "lines).",
     rationale="The diff is what the agent and the human review.",
@@ -514,7 +532,7 @@ def test_edit_diff(session, disk):
 @clause(
     "EDIT-030",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Bytes outside the replaced span stay byte-identical: tabs, trailing spaces, Unicode, "
     "and a missing final newline included.",
     rationale="Editors that re-serialise the whole file (strip whitespace, add a final newline) "
@@ -536,6 +554,7 @@ def test_untouched_bytes_are_identical(session, disk):
     rationale="Creating a file from an edit that expected content hides a wrong path.",
 )
 def test_missing_file_is_not_found(session, disk):
+    _control(session, disk)
     before = disk.snapshot()
     with raises_code("NOT_FOUND"):
         session.edit("missing.py", [EditSpec("x = 1", "x = 2")])
@@ -550,6 +569,7 @@ def test_missing_file_is_not_found(session, disk):
     rationale="The code tells the agent its path is wrong, not its old_string.",
 )
 def test_directory_is_refused(session, disk):
+    _control(session, disk)
     disk.write("pkg/a.py", "x = 1\n")
     before = disk.snapshot()
     with raises_code("IS_A_DIRECTORY"):
@@ -560,14 +580,14 @@ def test_directory_is_refused(session, disk):
 @clause(
     "EDIT-033",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An edit keeps the file's permission bits.",
     rationale="Publishing by rename resets modes unless they are carried over; scripts stop "
     "being executable.",
 )
 def test_edit_keeps_mode(session, disk):
     disk.write("run.sh", "#!/bin/sh\necho old\n", mode=0o750)
-    session.read("run.sh")
+    prepare_change(session, "run.sh")
     session.edit("run.sh", [EditSpec("echo old", "echo new")])
     assert disk.mode("run.sh") == 0o750
 
@@ -575,7 +595,7 @@ def test_edit_keeps_mode(session, disk):
 @clause(
     "EDIT-034",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An edit leaves no temporary file behind, whether it succeeds or fails.",
     rationale="Leftover temp files pollute repositories and get committed.",
 )
@@ -592,7 +612,7 @@ def test_edit_leaves_no_leftovers(session, disk):
 @clause(
     "EDIT-035",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An EditResult carries the fields of the contract (the WriteResult fields, replacements "
     "with count, matched_by and line, and warnings).",
     rationale="Clients are written against field names; a missing one breaks them at run time.",
@@ -607,7 +627,7 @@ def test_edit_result_fields(session, disk):
 @clause(
     "EDIT-036",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="A call with several edits reports one replacement per edit, in order, each with its "
     "own count and line.",
     rationale="The agent must be able to tell which of its edits matched where.",
@@ -625,11 +645,12 @@ def test_one_replacement_per_edit(session, disk):
 @clause(
     "EDIT-037",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="old_string is literal text: regular-expression metacharacters match only themselves.",
     rationale="Treating old_string as a pattern makes '.' and '*' in code match the wrong places.",
 )
 def test_old_string_is_literal(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "re.py", "axxb\n(foo)\n")
     before = disk.snapshot()
     with raises_code("NO_MATCH"):
@@ -642,7 +663,7 @@ def test_old_string_is_literal(session, disk):
 @clause(
     "EDIT-038",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="new_string is literal text: backslashes, '$&', '$1', '\\1' and '\\g<0>' are written as "
     "they are.",
     rationale="Passing new_string as a re.sub or String.replace replacement expands these "
@@ -658,11 +679,12 @@ def test_new_string_is_literal(session, disk):
 @clause(
     "EDIT-039",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="replace_all with no occurrence fails with NO_MATCH.",
     rationale="'Replaced 0 occurrences' reported as success hides a wrong old_string.",
 )
 def test_replace_all_without_match(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "greet.py", CODE)
     before = disk.snapshot()
     with raises_code("NO_MATCH"):
@@ -673,7 +695,7 @@ def test_replace_all_without_match(session, disk):
 @clause(
     "EDIT-040",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="old_sha256 and new_sha256 of an edit are the hashes of the file before and after.",
     rationale="The new hash is the next expected_sha256; the old one proves what was edited.",
 )
@@ -687,7 +709,7 @@ def test_edit_hashes(session, disk):
 @clause(
     "EDIT-041",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="In a file with mixed line endings every untouched line keeps its own ending.",
     rationale="Normalising a mixed file on edit rewrites lines the agent never touched.",
 )
@@ -701,13 +723,14 @@ def test_mixed_endings_are_kept(session, disk):
 @clause(
     "EDIT-042",
     SHOULD,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="The UNSUPPORTED error for a notebook points to notebook editing (its message mentions "
     "notebooks).",
     rationale="An agent told only 'unsupported' retries the same edit; one told to use notebook "
     "editing switches tools.",
 )
 def test_notebook_error_points_to_notebook_editing(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "analysis.ipynb", NOTEBOOK)
     before = disk.snapshot()
     with raises_code("UNSUPPORTED") as caught:
@@ -719,7 +742,7 @@ def test_notebook_error_points_to_notebook_editing(session, disk):
 @clause(
     "EDIT-043",
     SHOULD,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="A hint is only a tie-breaker: an edit that matches once is applied even if its line "
     "hint names another line.",
     rationale="Line numbers drift as a file is edited; a single match is unambiguous anyway.",
@@ -733,7 +756,7 @@ def test_hint_on_single_match_is_ignored(session, disk):
 @clause(
     "EDIT-044",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="The cascade's order decides: a single match found by an earlier strategy (trailing "
     "whitespace) is applied even when a later strategy (whitespace runs) would match elsewhere.",
     rationale="Running the loose strategies together turns a clear near-match into AMBIGUOUS, "

@@ -10,7 +10,7 @@ import os
 import re
 
 from editspec.reference import EditSpec
-from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code
+from editspec.spec import MUST, SHOULD, assert_fields, clause, prepare_change, raises_code
 from editspec.spec.fixtures import sha256
 
 CODE = (
@@ -32,9 +32,21 @@ def _patch(*sections: str) -> str:
 
 
 def _prepared(session, disk, rel, data):
-    """A file on disk, read in full by ``session``."""
+    """A file on disk that ``session`` may patch (read in full first if the tool needs it)."""
     disk.write(rel, data)
-    session.read(rel, max_bytes=1 << 30)
+    prepare_change(session, rel)
+
+
+def _control(session, disk, rel="control.txt"):
+    """Positive control (DESIGN §7): a patch of the same kind, in the same session, succeeds
+    and lands, so a refusal that follows is about what the clause tests."""
+    _prepared(session, disk, rel, "control = 1\n")
+    session.apply_patch(_patch(f"*** Update File: {rel}\n@@\n-control = 1\n+control = 2\n"))
+    assert disk.read(rel) == b"control = 2\n", "the positive control's patch did not land"
+
+
+def _declares(session, capability: str) -> bool:
+    return capability in getattr(session, "driver_capabilities", frozenset())
 
 
 def _names_line(exc: BaseException, line: int) -> bool:
@@ -86,7 +98,7 @@ def test_add_file_creates_directories(session, disk):
 @clause(
     "PATCH-003",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="'*** Delete File:' removes a file this session has read; its change reports op "
     "'delete', the old hash and no new hash.",
     rationale="Deletions are part of refactorings; the old hash tells the host what was removed.",
@@ -107,7 +119,7 @@ def test_delete_file(session, disk):
 @clause(
     "PATCH-004",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="'*** Update File:' with one hunk replaces the hunk's '-' lines by its '+' lines where "
     "its context and removed lines match, and every other byte stays as it was; its change "
     "reports op 'update' with the old and new hashes.",
@@ -138,7 +150,7 @@ def test_update_file(session, disk):
 @clause(
     "PATCH-005",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="'*** Update File:' followed by '*** Move to:' writes the updated content at the new "
     "path and removes the old one; its change reports op 'move' and move_to.",
     rationale="Renaming a module while fixing its imports is one change; doing it in two "
@@ -169,7 +181,7 @@ def test_update_and_move(session, disk):
 @clause(
     "PATCH-006",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A '*** Move to:' without hunks moves the file with its bytes unchanged (line endings, "
     "a missing final newline and non-ASCII text included).",
     rationale="A rename must not rewrite the file: re-encoding or newline normalisation turns "
@@ -186,7 +198,7 @@ def test_pure_move_keeps_bytes(session, disk):
 @clause(
     "PATCH-007",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A '*** Move to:' into a directory that does not exist creates that directory.",
     rationale="Moving a file into a new package is a common refactoring step.",
 )
@@ -200,7 +212,7 @@ def test_move_creates_directories(session, disk):
 @clause(
     "PATCH-008",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Several hunks of one '*** Update File:' all apply, in order, to one file.",
     rationale="A change to a function and to its caller is one update with two hunks.",
 )
@@ -225,13 +237,14 @@ def test_several_hunks(session, disk):
 @clause(
     "PATCH-009",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A hunk whose context and removed lines match in several places is rejected with "
     "AMBIGUOUS when it has no '@@' header, and nothing changes.",
     rationale="Patching the first of two identical blocks edits the wrong function half the "
     "time, silently.",
 )
 def test_ambiguous_hunk(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "mod.py", CODE)
     before = disk.snapshot()
     with raises_code("AMBIGUOUS"):
@@ -246,7 +259,7 @@ def test_ambiguous_hunk(session, disk):
 @clause(
     "PATCH-010",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="An '@@' header line names a line before the hunk and decides between several matches: "
     "the hunk applies to the match after that line.",
     rationale="The header is how a patch author points at the right one of several identical "
@@ -267,7 +280,7 @@ def test_header_disambiguates(session, disk):
 @clause(
     "PATCH-011",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Nested '@@' headers narrow the place step by step: each header is looked for after the "
     "previous one.",
     rationale="Methods of the same name in two classes are told apart only by the class, then "
@@ -299,7 +312,7 @@ def test_nested_headers(session, disk):
 @clause(
     "PATCH-012",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A hunk followed by '*** End of File' matches only at the end of the file: it decides "
     "between several matches, and one whose lines are not the file's last is NO_MATCH.",
     rationale="Appending to or trimming a file's tail is the commonest use of the marker; a "
@@ -323,7 +336,7 @@ def test_end_of_file_marker(session, disk):
 @clause(
     "PATCH-013",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Context that differs from the file only in trailing whitespace matches, and the "
     "context lines keep the file's own bytes.",
     rationale="Patch generators strip trailing blanks; refusing them fails good patches, and "
@@ -340,7 +353,7 @@ def test_trailing_whitespace_tolerance(session, disk):
 @clause(
     "PATCH-014",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Context that differs from the file only in leading and trailing whitespace matches "
     "when no stricter comparison does, and the context lines keep the file's own bytes.",
     rationale="A patch written against a re-indented copy (tabs for spaces) still names the "
@@ -361,7 +374,7 @@ def test_surrounding_whitespace_tolerance(session, disk):
 @clause(
     "PATCH-015",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Context that differs from the file only in Unicode punctuation (dashes, curly quotes, "
     "non-breaking and other odd spaces read as their ASCII forms) matches when no stricter "
     "comparison does, and the context lines keep the file's own characters.",
@@ -383,7 +396,7 @@ def test_unicode_punctuation_tolerance(session, disk):
 @clause(
     "PATCH-016",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="The comparisons are tried in order (exact, then trailing whitespace, then surrounding "
     "whitespace, then Unicode punctuation) and the first that finds the context decides: a "
     "single exact match wins over fuzzy matches elsewhere.",
@@ -399,13 +412,14 @@ def test_exact_match_wins(session, disk):
 @clause(
     "PATCH-017",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Context that matches in several places under the first comparison that finds it at "
     "all is AMBIGUOUS, and nothing changes.",
     rationale="Ambiguity under a tolerance is still ambiguity; choosing one silently is a coin "
     "toss.",
 )
 def test_fuzzy_ambiguity(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "x.py", "x = 1  \ny = 2\nx = 1\t\n")
     before = disk.snapshot()
     with raises_code("AMBIGUOUS"):
@@ -416,13 +430,14 @@ def test_fuzzy_ambiguity(session, disk):
 @clause(
     "PATCH-018",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Context that matches nowhere under any of the comparisons is NO_MATCH, however "
     "similar a line of the file is: there is no 'most similar' match, and nothing changes.",
     rationale="Similarity matching applies a hunk written for other code to the wrong lines; "
     "a clean NO_MATCH makes the agent re-read.",
 )
 def test_never_most_similar(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "calc.py", "total = compute(a, b)\nprint(total)\n")
     before = disk.snapshot()
     for hunk in (
@@ -440,7 +455,7 @@ def test_never_most_similar(session, disk):
 @clause(
     "PATCH-019",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Updating a CRLF file keeps CRLF: untouched lines keep their bytes and added lines end "
     "in CRLF.",
     rationale="Patch text has LF lines; writing them into a CRLF file mixes line endings and "
@@ -455,7 +470,7 @@ def test_crlf_is_kept(session, disk):
 @clause(
     "PATCH-020",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Updating a file with a UTF-8 byte order mark keeps the mark.",
     rationale="Dropping the BOM changes how some compilers and editors read the file.",
 )
@@ -468,7 +483,7 @@ def test_bom_is_kept(session, disk):
 @clause(
     "PATCH-021",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Whether a file ends with a newline is kept: a file without a final newline gets none "
     "when its last line is changed, and a file with one keeps it.",
     rationale="Adding or removing the final newline is a change the patch did not ask for, "
@@ -493,13 +508,14 @@ def test_final_newline_is_kept(session, disk):
 @clause(
     "PATCH-022",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A malformed patch fails with PATCH_SYNTAX naming the 1-based patch line where it went "
     "wrong, and nothing changes, also when the operations before that line were valid.",
     rationale="The line number is what lets the agent repair its patch instead of rewriting it "
     "blind; applying the valid prefix would be a partial patch.",
 )
 def test_syntax_error_names_the_line(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "a.txt", "a\nb\n")
     before = disk.snapshot()
     cases = (
@@ -528,6 +544,7 @@ def test_syntax_error_names_the_line(session, disk):
     rationale="Guessing at a truncated or free-form patch applies something nobody wrote.",
 )
 def test_not_a_patch(session, disk):
+    _control(session, disk)
     before = disk.snapshot()
     for text in (
         "",
@@ -552,6 +569,7 @@ def test_not_a_patch(session, disk):
     "prevent, and the error must say the patch is too large, not something incidental.",
 )
 def test_limits_before_plan(session, disk):
+    _control(session, disk)
     before = disk.snapshot()
     sections = "*** Delete File: missing.txt\n" + "".join(
         f"*** Add File: f{index}.txt\n+{index}\n" for index in range(100)
@@ -567,12 +585,13 @@ def test_limits_before_plan(session, disk):
 @clause(
     "PATCH-025",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="'*** Add File:' on a path that exists fails with ALREADY_EXISTS, even after a read, "
     "and nothing changes.",
     rationale="An Add that overwrites loses a file the agent did not know existed.",
 )
 def test_add_existing_is_refused(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "here.txt", "precious\n")
     before = disk.snapshot()
     with raises_code("ALREADY_EXISTS"):
@@ -583,11 +602,12 @@ def test_add_existing_is_refused(session, disk):
 @clause(
     "PATCH-026",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A '*** Move to:' onto a path that exists fails with ALREADY_EXISTS and nothing changes.",
     rationale="A rename that clobbers its destination loses that file.",
 )
 def test_move_onto_existing_is_refused(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "src.txt", "source\n")
     _prepared(session, disk, "dst.txt", "destination\n")
     before = disk.snapshot()
@@ -606,6 +626,7 @@ def test_move_onto_existing_is_refused(session, disk):
     rationale="Reporting success for a file that is not there hides a wrong path.",
 )
 def test_missing_file_is_not_found(session, disk):
+    _control(session, disk)
     before = disk.snapshot()
     for section in (
         "*** Delete File: nowhere.txt\n",
@@ -620,13 +641,14 @@ def test_missing_file_is_not_found(session, disk):
 @clause(
     "PATCH-028",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A patch that names the same path twice (as written, after '.' and '..' are resolved, "
     "or as a move destination) fails with INVALID_ARGUMENT and nothing changes.",
     rationale="Two operations on one file have no defined order or result; applying both "
     "corrupts it.",
 )
 def test_same_path_twice(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "a.txt", "a\n")
     _prepared(session, disk, "b.txt", "b\n")
     before = disk.snapshot()
@@ -645,16 +667,17 @@ def test_same_path_twice(session, disk):
 @clause(
     "PATCH-029",
     SHOULD,
-    requires={"read", "apply_patch", "confinement"},
+    requires={"apply_patch", "confinement"},
     text="Two names of one file (a symlink inside the root and its target) in one patch count "
     "as the same path twice: INVALID_ARGUMENT, and nothing changes.",
     rationale="Aliases resolve to one canonical file; two hunks through two names are two "
     "unordered writes to it.",
 )
 def test_alias_twice(session, disk, alias):
+    _control(session, disk)
     _prepared(session, disk, "real.txt", "one\ntwo\n")
     alias.symlink("link.txt", "real.txt")
-    session.read("link.txt")
+    prepare_change(session, "link.txt")
     before = disk.snapshot()
     with raises_code("INVALID_ARGUMENT"):
         session.apply_patch(
@@ -675,6 +698,7 @@ def test_alias_twice(session, disk, alias):
     rationale="A patch written from memory of a file is a blind overwrite in disguise.",
 )
 def test_unread_file_is_refused(session, disk):
+    _control(session, disk)
     disk.write("a.txt", "a\nb\n")
     before = disk.snapshot()
     for section in (
@@ -697,6 +721,7 @@ def test_unread_file_is_refused(session, disk):
     "another session's read says nothing about this one's knowledge.",
 )
 def test_partial_or_foreign_read_is_not_enough(session, other_session, disk):
+    _control(session, disk)
     disk.write("a.txt", "".join(f"line {i}\n" for i in range(1, 41)))
     session.read("a.txt", start_line=1, end_line=10)
     other_session.read("a.txt")
@@ -709,12 +734,13 @@ def test_partial_or_foreign_read_is_not_enough(session, other_session, disk):
 @clause(
     "PATCH-032",
     MUST,
-    requires={"read", "apply_patch", "stale_detection"},
+    requires={"apply_patch", "stale_detection"},
     text="Updating, deleting or moving a file that changed on disk since this session read it "
     "fails with STALE, and the other writer's bytes stay.",
     rationale="A patch planned against old content silently reverts the concurrent change.",
 )
 def test_stale_file_is_refused(session, disk, external):
+    _control(session, disk)
     for section, name in (
         ("*** Update File: {}\n@@\n-a\n+A\n", "u.txt"),
         ("*** Delete File: {}\n", "d.txt"),
@@ -732,13 +758,14 @@ def test_stale_file_is_refused(session, disk, external):
 @clause(
     "PATCH-033",
     MUST,
-    requires={"read", "apply_patch", "confinement"},
+    requires={"apply_patch", "confinement"},
     text="A patch that names a path outside the workspace (to add, update, delete, or as a move "
     "destination) fails with OUTSIDE_WORKSPACE and nothing changes, inside the root or out.",
     rationale="A patch is as able to escape the root as a write; one escaping operation must "
     "not let the others through either.",
 )
 def test_outside_paths_are_refused(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "a.txt", "a\n")
     (disk.outside / "victim.txt").write_bytes(b"victim\n")
     before = disk.snapshot()
@@ -761,36 +788,41 @@ def test_outside_paths_are_refused(session, disk):
 @clause(
     "PATCH-034",
     MUST,
-    requires={"read", "apply_patch", "read_before_write", "stale_detection"},
+    requires={"apply_patch"},
     text="A patch whose later operation fails (NO_MATCH, AMBIGUOUS, NOT_FOUND, ALREADY_EXISTS, "
-    "NOT_READ, STALE) changes no file at all: the earlier updates, deletions, additions and "
-    "moves are not applied.",
+    "and NOT_READ or STALE for a tool that declares read-before-write or stale detection) "
+    "changes no file at all: the earlier updates, deletions, additions and moves are not "
+    "applied.",
     rationale="A half-applied refactoring (the function renamed, its callers not) is worse "
     "than none: the code no longer builds and the agent does not know why.",
 )
 def test_later_failure_leaves_earlier_files(session, disk, external):
+    _control(session, disk)
     _prepared(session, disk, "first.py", "def run():\n    pass\n")
     _prepared(session, disk, "victim.txt", "delete me\n")
     _prepared(session, disk, "mover.txt", "move me\n")
     _prepared(session, disk, "dup.txt", "x\nx\n")
-    _prepared(session, disk, "stale.txt", "old\n")
-    external.modify_same_size_same_mtime("stale.txt", "new\n")
-    disk.write("unread.txt", "u\n")
     good = (
         "*** Update File: first.py\n@@\n-def run():\n+def start():\n"
         "*** Delete File: victim.txt\n"
         "*** Add File: added/new.txt\n+new\n"
         "*** Update File: mover.txt\n*** Move to: moved/mover.txt\n"
     )
-    before = disk.snapshot()
-    for bad, code in (
+    failures = [
         ("*** Update File: dup.txt\n@@\n-y\n+z\n", "NO_MATCH"),
         ("*** Update File: dup.txt\n@@\n-x\n+z\n", "AMBIGUOUS"),
         ("*** Delete File: missing.txt\n", "NOT_FOUND"),
         ("*** Add File: dup.txt\n+z\n", "ALREADY_EXISTS"),
-        ("*** Update File: unread.txt\n@@\n-u\n+v\n", "NOT_READ"),
-        ("*** Update File: stale.txt\n@@\n-new\n+newer\n", "STALE"),
-    ):
+    ]
+    if _declares(session, "read_before_write"):
+        disk.write("unread.txt", "u\n")
+        failures.append(("*** Update File: unread.txt\n@@\n-u\n+v\n", "NOT_READ"))
+    if _declares(session, "stale_detection"):
+        _prepared(session, disk, "stale.txt", "old\n")
+        external.modify_same_size_same_mtime("stale.txt", "new\n")
+        failures.append(("*** Update File: stale.txt\n@@\n-new\n+newer\n", "STALE"))
+    before = disk.snapshot()
+    for bad, code in failures:
         with raises_code(code):
             session.apply_patch(_patch(good + bad))
         disk.assert_unchanged(before)
@@ -799,7 +831,7 @@ def test_later_failure_leaves_earlier_files(session, disk, external):
 @clause(
     "PATCH-035",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A patch leaves no temporary, stage or backup file in the workspace, after success and "
     "after failure.",
     rationale="Leftover side files show up in git status, in builds and in the next glob.",
@@ -832,7 +864,7 @@ def test_no_leftovers(session, disk):
 @clause(
     "PATCH-036",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="The result lists one change per file operation, in patch order, each with path, op, "
     "move_to, old and new sha256 of the file's bytes, and a unified diff of its text.",
     rationale="The host shows the agent and the user what changed and verifies it by hash.",
@@ -870,7 +902,7 @@ def test_result_describes_every_change(session, disk):
 @clause(
     "PATCH-037",
     MUST,
-    requires={"read", "apply_patch", "edit", "stale_detection"},
+    requires={"apply_patch", "edit"},
     text="After a patch the session counts the files it wrote as read at their new content: "
     "a next edit or patch of them needs no read.",
     rationale="Forcing a re-read after every own change doubles the calls of every agent loop.",
@@ -882,12 +914,21 @@ def test_patched_files_count_as_read(session, disk):
     session.edit("n.txt", [EditSpec("n", "m")])
     assert disk.read("a.txt") == b"c\n"
     assert disk.read("n.txt") == b"m\n"
+    if _declares(session, "read_before_write"):
+        # The same calls on a file the session never read are refused: the reads above
+        # were really needed, and the patch is what made them unnecessary.
+        disk.write("unread.txt", "u\n")
+        with raises_code("NOT_READ"):
+            session.edit("unread.txt", [EditSpec("u", "v")])
+        with raises_code("NOT_READ"):
+            session.apply_patch(_patch("*** Update File: unread.txt\n@@\n-u\n+v\n"))
+        assert disk.read("unread.txt") == b"u\n"
 
 
 @clause(
     "PATCH-038",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="Updating a file keeps its permission bits, and a moved file keeps them at its new path.",
     rationale="A patch published through a new file must not make scripts lose their "
     "executable bit or private files become readable.",
@@ -910,7 +951,7 @@ def test_mode_bits_are_kept(session, disk):
 @clause(
     "PATCH-039",
     MUST,
-    requires={"read", "apply_patch", "confinement"},
+    requires={"apply_patch", "confinement"},
     text="Updating a file through a symlink inside the root that points to a file inside the "
     "root changes the target's bytes and keeps the link a link.",
     rationale="Replacing the link with a regular file silently forks the two names.",
@@ -918,7 +959,7 @@ def test_mode_bits_are_kept(session, disk):
 def test_update_through_symlink(session, disk, alias):
     _prepared(session, disk, "real.txt", "value = 1\n")
     alias.symlink("link.txt", "real.txt")
-    session.read("link.txt")
+    prepare_change(session, "link.txt")
     session.apply_patch(_patch("*** Update File: link.txt\n@@\n-value = 1\n+value = 2\n"))
     assert disk.is_symlink("link.txt")
     assert disk.read("real.txt") == b"value = 2\n"
@@ -930,7 +971,7 @@ def test_update_through_symlink(session, disk, alias):
 @clause(
     "PATCH-040",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A unified diff (diff -u output) is accepted as a patch and applied like the Codex "
     "format.",
     rationale="Agents and humans produce unified diffs as often as Codex patches.",
@@ -955,7 +996,7 @@ def test_unified_diff(session, disk):
 @clause(
     "PATCH-041",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A git diff with 'new file mode' and 'deleted file mode' sections (against /dev/null) "
     "creates and deletes those files.",
     rationale="git diff is the format agents copy from repositories and reviews.",
@@ -992,7 +1033,7 @@ def test_git_diff_new_and_deleted(session, disk):
 @clause(
     "PATCH-042",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A git diff rename ('rename from' / 'rename to', with or without hunks) moves the file, "
     "applying its hunks on the way.",
     rationale="Renames are where naive diff appliers create a copy and leave the original.",
@@ -1025,12 +1066,14 @@ def test_git_diff_rename(session, disk):
 @clause(
     "PATCH-043",
     MUST,
-    requires={"read", "apply_patch", "read_before_write"},
+    requires={"apply_patch"},
     text="A unified diff goes through the same plan as a Codex patch: a file it updates must "
-    "have been read (NOT_READ), and a failing later file leaves the earlier ones untouched.",
+    "have been read (NOT_READ, for a tool that declares read-before-write), and a failing "
+    "later file leaves the earlier ones untouched.",
     rationale="A second input format must not be a second, weaker set of rules.",
 )
 def test_unified_diff_same_rules(session, disk):
+    _control(session, disk)
     _prepared(session, disk, "a.txt", "a\n")
     disk.write("b.txt", "b\n")
     before = disk.snapshot()
@@ -1038,10 +1081,11 @@ def test_unified_diff_same_rules(session, disk):
         "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n"
         "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-{old}\n+B\n"
     )
-    with raises_code("NOT_READ"):
-        session.apply_patch(two_files.format(old="b"))
-    disk.assert_unchanged(before)
-    session.read("b.txt")
+    if _declares(session, "read_before_write"):
+        with raises_code("NOT_READ"):
+            session.apply_patch(two_files.format(old="b"))
+        disk.assert_unchanged(before)
+        prepare_change(session, "b.txt")
     with raises_code("NO_MATCH"):
         session.apply_patch(two_files.format(old="not there"))
     disk.assert_unchanged(before)
@@ -1050,7 +1094,7 @@ def test_unified_diff_same_rules(session, disk):
 @clause(
     "PATCH-044",
     MUST,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A unified diff's '\\ No newline at end of file' markers are honoured: the file ends "
     "with or without a final newline as the new side says.",
     rationale="Ignoring the marker adds or drops a final newline the diff was explicit about.",
@@ -1071,7 +1115,7 @@ def test_unified_no_newline_marker(session, disk):
 @clause(
     "PATCH-045",
     SHOULD,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A unified hunk whose context is found once, at another line than its header says, "
     "applies where the context is.",
     rationale="Line numbers in a diff go stale as soon as the file gains a line above; the "

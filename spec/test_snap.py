@@ -46,6 +46,14 @@ def _rewind_refused(session, message_id):
     return False
 
 
+def _rewind_control(session, disk):
+    """Positive control (DESIGN §7): a rewind in this session succeeds and restores, so a
+    refusal that follows is about what the clause tests."""
+    session.write("control.txt", "control\n", message_id="control")
+    session.rewind("control")
+    assert not disk.exists("control.txt"), "the positive control's rewind did not land"
+
+
 # -- recording ------------------------------------------------------------------------------
 
 
@@ -132,6 +140,12 @@ def test_no_message_no_snapshot(session, disk):
     assert session.write("a.txt", "b\n").snapshot_created is False
     result = session.apply_patch("*** Begin Patch\n*** Add File: n.txt\n+n\n*** End Patch\n")
     assert result.snapshot_created is False
+    # The same calls with a message id do record one: the flag is not simply always False.
+    assert session.write("a.txt", "c\n", message_id="m1").snapshot_created is True
+    result = session.apply_patch(
+        "*** Begin Patch\n*** Add File: m.txt\n+m\n*** End Patch\n", message_id="m1"
+    )
+    assert result.snapshot_created is True
 
 
 # -- rewind ----------------------------------------------------------------------------------
@@ -288,6 +302,7 @@ def test_rewind_undoes_moves(session, disk):
     "alone leaves a mix of two points in time.",
 )
 def test_rewind_conflict_after_last_change(session, disk, external):
+    _rewind_control(session, disk)
     _prepared(session, disk, BEFORE)
     session.apply_patch(PATCH, message_id="m1")
     changed_a = b"alpha one\nALPHA 222\nalpha three\n"
@@ -326,6 +341,7 @@ def test_rewind_conflict_after_last_change(session, disk, external):
     "that the session later built on.",
 )
 def test_rewind_conflict_on_broken_chain(session, other_session, disk):
+    _rewind_control(session, disk)
     _prepared(session, disk, {"f.txt": b"v0\n", "g.txt": b"g0\n"})
     session.write("f.txt", "v1\n", message_id="m1")
     session.write("g.txt", "g1\n", message_id="m1")
@@ -376,6 +392,7 @@ def test_sessions_are_partitioned(session, other_session, disk):
     rationale="A typo in the message id must not rewind to some other point, or to the start.",
 )
 def test_unknown_message(session, other_session, disk):
+    _rewind_control(session, disk)
     _prepared(session, disk, {"a.txt": b"a0\n"})
     session.write("a.txt", "a1\n", message_id="m1")
     other_session.write("b.txt", "b1\n", message_id="only-b")
@@ -398,6 +415,7 @@ def test_unknown_message(session, other_session, disk):
 )
 def test_failed_change_records_nothing(session, disk, external):
     _prepared(session, disk, {"a.txt": b"a0\n", "b.txt": b"b0\n"})
+    session.apply_patch("*** Begin Patch\n*** Add File: control.txt\n+c\n*** End Patch\n")
     session.write("a.txt", "a1\n", message_id="m1")
     with raises_code("NO_MATCH"):
         session.apply_patch(
@@ -410,7 +428,11 @@ def test_failed_change_records_nothing(session, disk, external):
         session.write("b.txt", "b2\n", message_id="m2")
     assert _rewind_refused(session, "m2"), "a failed message can be rewound"
     session.rewind("m1")
-    assert disk.tree() == {"a.txt": b"a0\n", "b.txt": b"b0 changed by someone\n"}
+    assert disk.tree() == {
+        "a.txt": b"a0\n",
+        "b.txt": b"b0 changed by someone\n",
+        "control.txt": b"c\n",
+    }
 
 
 @clause(
