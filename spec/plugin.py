@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Generator
 from datetime import datetime, timezone
@@ -59,6 +60,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="known failures of the implementation (TOML keyed by clause id), applied strictly",
     )
     group.addoption(
+        "--editspec-call-log",
+        metavar="DIR",
+        help="write each clause's driver calls to DIR/<worker>.jsonl (for the self-check)",
+    )
+    group.addoption(
         "--editspec-report",
         metavar="PATH",
         action="append",
@@ -82,6 +88,7 @@ class EditspecState:
         self.expectations_path: str | None = config.getoption("editspec_expectations")
         self.expectations: dict[str, Any] = {}
         self.report_paths: list[str] = list(config.getoption("editspec_report") or [])
+        self.call_log_dir: str | None = config.getoption("editspec_call_log")
         self._factory: Any = None
         self._info: dict[str, Any] | None = None
         self.phases: dict[str, dict[str, Any]] = {}
@@ -156,8 +163,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "editspec_clause(id, level, requires): the clause a conformance test checks "
         "(added by the editspec plugin; select with -m editspec_clause or -k CLAUSE-ID)",
     )
+    global _CALL_LOG_CONFIG
     state = EditspecState(config)
     config.stash[_STATE] = state
+    _CALL_LOG_CONFIG = config
     config.pluginmanager.register(state, "editspec-state")
     for path in state.report_paths:
         if Path(path).suffix not in (".json", ".md"):
@@ -213,6 +222,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     found = _clause(item)
     if found is None:
         return
+    from editspec.spec import _calls
+
+    log = _calls.begin()
+    for name in getattr(item, "fixturenames", ()):
+        log.note(f"fixture:{name}")
     if found.withdrawn is not None:
         pytest.skip(f"{_WITHDRAWN_PREFIX} {found.withdrawn}")
     if found.requires:
@@ -239,55 +253,110 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return reason.removeprefix("Skipped: ")
 
 
-def _exception_outcome(excinfo: pytest.ExceptionInfo[BaseException] | None) -> tuple[str, str]:
-    from editspec.spec._assertions import UncodedError, is_test_outcome
+def _exception_outcome(
+    excinfo: pytest.ExceptionInfo[BaseException] | None,
+) -> tuple[str, str, str | None]:
+    """(outcome, message, kind) for an exception raised while a clause ran (DESIGN §7)."""
+    from editspec.spec import _assertions
     from editspec.spec.contract import is_error_code
-    from editspec.spec.report import ERROR, FAIL
+    from editspec.spec.report import ERROR, FAIL, INCONCLUSIVE
 
     if excinfo is None:
-        return FAIL, ""
+        return FAIL, "", _assertions.WRONG_BEHAVIOUR
     exc = excinfo.value
-    if isinstance(exc, AssertionError):
-        outcome, message = FAIL, excinfo.exconly()
-    elif is_test_outcome(exc) or isinstance(exc, UncodedError):
-        outcome = FAIL if is_test_outcome(exc) else ERROR
+    kind: str | None = None
+    if isinstance(exc, _assertions.Inconclusive):
+        outcome, message = INCONCLUSIVE, str(exc)
+    elif isinstance(exc, AssertionError) or _assertions.is_missing_field(exc):
+        outcome, kind = FAIL, _assertions.failure_kind(excinfo)
+        message = str(exc) if isinstance(exc, _assertions.ClauseFailure) else excinfo.exconly()
+        if _assertions.is_missing_field(exc) and not isinstance(exc, AssertionError):
+            message = f"the result lacks the field {getattr(exc, 'name', '?')!r}: {exc}"
+    elif _assertions.is_test_outcome(exc):
+        outcome, kind = FAIL, _assertions.WRONG_BEHAVIOUR
         message = str(getattr(exc, "msg", None) or exc)
-    elif is_error_code(getattr(exc, "code", None)):
-        # A coded error where the clause expected success: the behaviour, not a crash.
-        outcome, message = FAIL, f"unexpected error {exc}"
+    elif _assertions.from_implementation(exc):
+        # The tool refused (with a code or without one) where the clause expected success.
+        outcome, kind = FAIL, _assertions.WRONG_CODE
+        code = getattr(exc, "code", None)
+        if is_error_code(code):
+            message = f"unexpected error {exc}"
+        else:
+            message = f"the implementation raised {type(exc).__name__} without an error code: {exc}"
     else:
         outcome, message = ERROR, f"{type(exc).__name__}: {exc}"
     if len(message) > 2000:
         message = message[:2000] + " ..."
-    return outcome, message
+    return outcome, message, kind
 
 
-def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> tuple[str | None, str]:
-    """The outcome one phase contributes to its clause (None: nothing to say)."""
+def _traceback_text(report: pytest.TestReport) -> str:
+    text = str(report.longrepr or "")
+    return text if len(text) <= 20000 else text[:20000] + "\n..."
+
+
+def classify(
+    report: pytest.TestReport, call: pytest.CallInfo[None]
+) -> tuple[str | None, str, str | None]:
+    """(outcome, message, kind) one phase contributes to its clause (None: nothing to say)."""
     from editspec.spec import report as outcomes
 
     wasxfail = getattr(report, "wasxfail", None)
     if wasxfail is not None:
         if report.skipped:
-            return outcomes.XFAIL, f"expected failure: {wasxfail}"
-        return outcomes.XPASS, f"passed, but the expectations list it: {wasxfail}"
+            return outcomes.XFAIL, f"expected failure: {wasxfail}", None
+        return outcomes.XPASS, f"passed, but the expectations list it: {wasxfail}", None
     if report.skipped:
         reason = _skip_reason(report)
         if reason.startswith(_UNSUPPORTED_PREFIX):
-            return outcomes.UNSUPPORTED, reason
+            return outcomes.UNSUPPORTED, reason, None
         if reason.startswith(_WITHDRAWN_PREFIX):
-            return outcomes.WITHDRAWN, reason
-        return outcomes.SKIPPED, reason
+            return outcomes.WITHDRAWN, reason, None
+        return outcomes.SKIPPED, reason, None
     if report.passed:
-        return (outcomes.PASS, "") if report.when == "call" else (None, "")
+        return (outcomes.PASS, "", None) if report.when == "call" else (None, "", None)
     if report.when == "call" and _XPASS_STRICT in str(report.longrepr):
         reason = str(report.longrepr).replace(_XPASS_STRICT, "").strip()
-        return outcomes.XPASS, f"passed, but the expectations list it: {reason}"
-    outcome, message = _exception_outcome(call.excinfo)
+        return outcomes.XPASS, f"passed, but the expectations list it: {reason}", None
+    outcome, message, kind = _exception_outcome(call.excinfo)
+    if report.when == "setup" and outcome == outcomes.FAIL and kind is not None:
+        # The driver failed while the clause's fixtures were built (the factory, a first
+        # session): the implementation's own failure, reported as such.
+        return outcome, f"setup failed: {message}", kind
     if report.when != "call":
-        # A fixture (the driver factory, close, ...) failed: the clause could not run.
-        return outcomes.ERROR, f"{report.when} failed: {message}"
-    return outcome, message
+        # A fixture of the suite failed (or the driver could not be closed).
+        if outcome == outcomes.INCONCLUSIVE:
+            return outcome, message, None
+        return outcomes.ERROR, f"{report.when} failed: {message}", None
+    return outcome, message, kind
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A clause's worker thread that dies fails the clause (never a warning)."""
+    if _clause(item) is None:
+        return (yield)
+    died: list[BaseException] = []
+    previous = threading.excepthook
+
+    def collect(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None:
+            died.append(args.exc_value)
+
+    threading.excepthook = collect
+    try:
+        result = yield
+    finally:
+        threading.excepthook = previous
+    if died:
+        from editspec.spec._assertions import from_implementation
+
+        first = died[0]
+        prefix = "a worker thread of the clause died"
+        if from_implementation(first) or isinstance(first, AssertionError):
+            raise first
+        raise RuntimeError(f"{prefix}: {type(first).__name__}: {first}") from first
+    return result
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -297,7 +366,8 @@ def pytest_runtest_makereport(
     report = yield
     found = _clause(item)
     if found is not None:
-        outcome, message = classify(report, call)
+        _CLAUSE_OF_NODE[item.nodeid] = found.id
+        outcome, message, kind = classify(report, call)
         data = {
             "clause": {
                 "id": found.id,
@@ -308,10 +378,40 @@ def pytest_runtest_makereport(
                 "text": found.text,
             },
             "outcome": outcome,
+            "kind": kind,
             "message": message,
+            "traceback": _traceback_text(report) if report.failed else "",
         }
         report.user_properties = [*report.user_properties, (PROPERTY, data)]
     return report
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    from editspec.spec import _calls
+
+    log = _calls.end()
+    if log is None or _CALL_LOG_CONFIG is None:
+        return
+    state = state_of(_CALL_LOG_CONFIG)
+    if not state.call_log_dir:
+        return
+    import json
+
+    worker = getattr(_CALL_LOG_CONFIG, "workerinput", {}).get("workerid", "main")
+    target = Path(state.call_log_dir) / f"{worker}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    line = {
+        "nodeid": nodeid,
+        "clause": _CLAUSE_OF_NODE.pop(nodeid, None),
+        "calls": [call.to_dict() for call in log.calls],
+        "features": sorted(log.features),
+    }
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+_CALL_LOG_CONFIG: pytest.Config | None = None
+_CLAUSE_OF_NODE: dict[str, str] = {}
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -326,7 +426,15 @@ def _record_phase(state: EditspecState, report: pytest.TestReport) -> None:
     from editspec.spec.report import worst
 
     phase = state.phases.setdefault(
-        report.nodeid, {"clause": data["clause"], "outcomes": [], "message": "", "duration": 0.0}
+        report.nodeid,
+        {
+            "clause": data["clause"],
+            "outcomes": [],
+            "message": "",
+            "kind": None,
+            "traceback": "",
+            "duration": 0.0,
+        },
     )
     phase["duration"] += float(report.duration or 0.0)
     if data["outcome"] is not None:
@@ -334,6 +442,8 @@ def _record_phase(state: EditspecState, report: pytest.TestReport) -> None:
         phase["outcomes"].append(data["outcome"])
         if before is None or worst([before, data["outcome"]]) != before:
             phase["message"] = data["message"]
+            phase["kind"] = data.get("kind")
+            phase["traceback"] = data.get("traceback", "")
 
 
 def _finish(state: EditspecState) -> None:
@@ -350,7 +460,9 @@ def _finish(state: EditspecState) -> None:
                 "nodeid": nodeid,
                 "clause": phase["clause"],
                 "outcome": report.worst(outcomes),
+                "kind": phase["kind"],
                 "message": phase["message"] or ("" if phase["outcomes"] else "no outcome recorded"),
+                "traceback": phase["traceback"],
                 "duration": phase["duration"],
             }
         )

@@ -1,9 +1,12 @@
 """The conformance report: per-clause outcomes, per-profile totals, JSON and Markdown.
 
-Outcomes (DESIGN §6): PASS, FAIL (the behaviour differs from the clause), ERROR (the
-implementation raised something outside the error table, or crashed), UNSUPPORTED (a
-capability the driver does not declare; never counted as passed), XFAIL and XPASS (from
-an expectations file, applied strictly). Two more keep the record honest: SKIPPED (the
+Outcomes (DESIGN §6, §7): PASS; FAIL (the behaviour differs from the clause), with a
+kind: ``unsafe``, ``wrong-code``, ``missing-field`` or ``wrong-behaviour``
+(``_assertions``); INCONCLUSIVE (the harness could not inject the fault the clause
+needs: neither a pass nor a failure); ERROR (the suite's own code failed, or its map
+cannot reach the tool: no verdict on the implementation); UNSUPPORTED (a capability the
+driver does not declare; never counted as passed); XFAIL and XPASS (from an
+expectations file, applied strictly). Two more keep the record honest: SKIPPED (the
 environment cannot run the clause, e.g. no symlinks) and WITHDRAWN (a retired clause).
 
 A clause checked by several test items (parametrized) takes its worst item's outcome.
@@ -25,18 +28,31 @@ PASS = "PASS"
 FAIL = "FAIL"
 ERROR = "ERROR"
 UNSUPPORTED = "UNSUPPORTED"
+INCONCLUSIVE = "INCONCLUSIVE"
 XFAIL = "XFAIL"
 XPASS = "XPASS"
 SKIPPED = "SKIPPED"
 WITHDRAWN = "WITHDRAWN"
 
-OUTCOMES: tuple[str, ...] = (PASS, FAIL, ERROR, UNSUPPORTED, XFAIL, XPASS, SKIPPED, WITHDRAWN)
+OUTCOMES: tuple[str, ...] = (
+    PASS,
+    FAIL,
+    ERROR,
+    INCONCLUSIVE,
+    UNSUPPORTED,
+    XFAIL,
+    XPASS,
+    SKIPPED,
+    WITHDRAWN,
+)
+KINDS: tuple[str, ...] = ("unsafe", "wrong-code", "missing-field", "wrong-behaviour")
 FAILING: frozenset[str] = frozenset({FAIL, ERROR, XPASS})
-_SEVERITY = {
+_SEVERITY: dict[str, float] = {
     WITHDRAWN: 0,
     PASS: 1,
     UNSUPPORTED: 2,
     SKIPPED: 3,
+    INCONCLUSIVE: 3.5,
     XFAIL: 4,
     XPASS: 5,
     FAIL: 6,
@@ -47,7 +63,7 @@ REPORT_FORMAT = "editspec-report/1"
 
 
 def worst(outcomes: Iterable[str]) -> str:
-    """The outcome that decides for several (ERROR > FAIL > XPASS > XFAIL > SKIPPED > ...)."""
+    """The outcome that decides for several (ERROR > FAIL > XPASS > XFAIL > INCONCLUSIVE > ...)."""
     return max(outcomes, key=lambda outcome: _SEVERITY[outcome], default=PASS)
 
 
@@ -94,13 +110,17 @@ def aggregate(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "requires": list(info["requires"]),
                 "text": info["text"],
                 "outcome": item["outcome"],
+                "kind": item.get("kind") if item["outcome"] == FAIL else None,
                 "message": item.get("message", ""),
+                "traceback": item.get("traceback", ""),
                 "duration": 0.0,
                 "tests": [],
             }
         elif _SEVERITY[item["outcome"]] > _SEVERITY[record["outcome"]]:
             record["outcome"] = item["outcome"]
+            record["kind"] = item.get("kind") if item["outcome"] == FAIL else None
             record["message"] = item.get("message", "")
+            record["traceback"] = item.get("traceback", "")
         record["duration"] = round(record["duration"] + float(item.get("duration", 0.0)), 6)
         record["tests"].append(item["nodeid"])
     return sorted(by_id.values(), key=_catalog_order)
@@ -124,7 +144,15 @@ def profile_summary(clauses: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
         levels = summary.setdefault(record["profile"], {})
         counts = levels.setdefault(
             record["level"],
-            {"total": 0, "passed": 0, "failed": 0, "unsupported": 0, "xfail": 0, "skipped": 0},
+            {
+                "total": 0,
+                "passed": 0,
+                "failed": 0,
+                "inconclusive": 0,
+                "unsupported": 0,
+                "xfail": 0,
+                "skipped": 0,
+            },
         )
         counts["total"] += 1
         outcome = record["outcome"]
@@ -132,6 +160,8 @@ def profile_summary(clauses: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
             counts["passed"] += 1
         elif outcome in FAILING:
             counts["failed"] += 1
+        elif outcome == INCONCLUSIVE:
+            counts["inconclusive"] += 1
         elif outcome == UNSUPPORTED:
             counts["unsupported"] += 1
         elif outcome == XFAIL:
@@ -143,6 +173,18 @@ def profile_summary(clauses: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
 
 def must_failures(clauses: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [c for c in clauses if c["level"] == "MUST" and c["outcome"] in FAILING]
+
+
+def failure_kinds(clauses: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per level, how many clauses FAIL of each kind (DESIGN §7)."""
+    table: dict[str, dict[str, int]] = {}
+    for record in clauses:
+        if record["outcome"] != FAIL:
+            continue
+        counts = table.setdefault(record["level"], {kind: 0 for kind in KINDS})
+        kind = record.get("kind") or "wrong-behaviour"
+        counts[kind] = counts.get(kind, 0) + 1
+    return table
 
 
 def build(
@@ -173,6 +215,7 @@ def build(
             "outcomes": counts,
             "profiles": profile_summary(clauses),
             "must_failures": len(must_failures(clauses)),
+            "failure_kinds": failure_kinds(clauses),
         },
         "clauses": clauses,
     }
@@ -186,6 +229,8 @@ def _level_cell(level: str, counts: Mapping[str, int]) -> str:
     notes = []
     if counts["failed"]:
         notes.append(f"{counts['failed']} failed")
+    if counts.get("inconclusive"):
+        notes.append(f"{counts['inconclusive']} inconclusive")
     if counts["xfail"]:
         notes.append(f"{counts['xfail']} xfail")
     if counts["unsupported"]:
@@ -214,8 +259,33 @@ def profile_lines(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def render_text(report: Mapping[str, Any]) -> str:
-    """The terminal table: per profile and level, then every failing clause."""
+def outcome_label(record: Mapping[str, Any]) -> str:
+    """``FAIL unsafe``, ``FAIL wrong-code``, ... or the bare outcome."""
+    kind = record.get("kind")
+    return (
+        f"{record['outcome']} {kind}" if record["outcome"] == FAIL and kind else record["outcome"]
+    )
+
+
+def _kinds_line(report: Mapping[str, Any]) -> str | None:
+    table = report["summary"].get("failure_kinds") or {}
+    parts = []
+    for level in ("MUST", "SHOULD", "MAY"):
+        counts = table.get(level)
+        if counts:
+            cells = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
+            parts.append(f"{level}: {cells}")
+    return "; ".join(parts) if parts else None
+
+
+def first_line(message: str, width: int) -> str:
+    lines = (message or "").strip().splitlines()
+    text = lines[0] if lines else ""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def render_text(report: Mapping[str, Any], *, tracebacks: bool = False) -> str:
+    """The terminal table: per profile and level, then one line per clause not conforming."""
     implementation = report["implementation"]
     clauses = report["clauses"]
     lines = [
@@ -228,15 +298,21 @@ def render_text(report: Mapping[str, Any]) -> str:
         lines.append(f"  {name.ljust(width)}  {cells}")
     counts = report["summary"]["outcomes"]
     lines.append("  outcomes: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
-    notable = [c for c in clauses if c["outcome"] in (FAIL, ERROR, XPASS)]
+    kinds = _kinds_line(report)
+    if kinds:
+        lines.append(f"  failures by kind: {kinds}")
+    notable = [c for c in clauses if c["outcome"] in (FAIL, ERROR, XPASS, INCONCLUSIVE)]
     if notable:
         lines.append("not conforming:")
+        label_width = max(len(outcome_label(record)) for record in notable)
         for record in notable:
-            message = (record["message"] or "").strip().splitlines()
-            first = message[0][:160] if message else ""
+            label = outcome_label(record).ljust(label_width)
             lines.append(
-                f"  {record['outcome']:<5} {record['id']:<10} {record['level']:<6} {first}"
+                f"  {record['id']:<10} {record['level']:<6} {label}  "
+                f"{first_line(record['message'], 140)}"
             )
+            if tracebacks and record.get("traceback"):
+                lines += ["      " + row for row in str(record["traceback"]).splitlines()]
     failures = report["summary"]["must_failures"]
     if failures:
         lines.append(f"verdict: {failures} MUST clause(s) not met")
@@ -271,18 +347,19 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     verdict = (
         f"{failures} MUST clause(s) not met" if failures else "every MUST clause that ran is met"
     )
+    lines += ["", f"**Verdict:** {verdict}."]
+    kinds = _kinds_line(report)
+    if kinds:
+        lines += ["", f"**Failures by kind:** {kinds}."]
     lines += [
         "",
-        f"**Verdict:** {verdict}.",
-        "",
-        "| clause | level | outcome | message |",
-        "| --- | --- | --- | --- |",
+        "| clause | level | outcome | kind | message |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for record in report["clauses"]:
-        message = (record["message"] or "").strip().splitlines()
         lines.append(
             f"| {record['id']} | {record['level']} | {record['outcome']} | "
-            f"{_md_cell(message[0][:200]) if message else ''} |"
+            f"{record.get('kind') or ''} | {_md_cell(first_line(record['message'], 200))} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -63,7 +63,7 @@ def test_every_outcome_and_the_report(tmp_path):
         "READ-001": "PASS",
         "READ-002": "XPASS",
         "PATH-006": "XFAIL",
-        "READ-020": "ERROR",
+        "READ-020": "FAIL",
         "EDIT-001": "UNSUPPORTED",
     }
     report = json.loads((tmp_path / "out.json").read_text())
@@ -72,10 +72,13 @@ def test_every_outcome_and_the_report(tmp_path):
     assert report["implementation"]["name"] == "naive-toy"
     assert "python_fs" in report["implementation"]["capabilities"]
     assert report["environment"]["python"]
-    assert report["summary"]["must_failures"] == 2  # READ-002 XPASS, READ-020 ERROR
+    assert report["summary"]["must_failures"] == 2  # READ-002 XPASS, READ-020 FAIL
     records = {r["id"]: r for r in report["clauses"]}
+    # A refusal without an error code is the tool's failure (wrong-code), not the suite's.
+    assert records["READ-020"]["kind"] == "wrong-code"
     assert records["READ-020"]["message"].startswith("expected IS_A_DIRECTORY")
     assert "IsADirectoryError" in records["READ-020"]["message"]
+    assert records["READ-020"]["traceback"]  # the JSON report keeps the traceback
     assert records["EDIT-001"]["message"].startswith("UNSUPPORTED: the driver does not declare")
     assert records["PATH-006"]["level"] == "MUST" and records["PATH-006"]["area"] == "PATH"
     markdown = (tmp_path / "out.md").read_text()

@@ -7,7 +7,17 @@ import time
 import pytest
 
 from editspec.reference import ToolError
-from editspec.spec import UncodedError, raises_any_code, raises_code, report, within
+from editspec.spec import (
+    UncodedError,
+    Unsafe,
+    WrongBehaviour,
+    WrongCode,
+    raises_any_code,
+    raises_code,
+    report,
+    run_concurrently,
+    within,
+)
 from editspec.spec import expectations as exp
 
 
@@ -75,6 +85,7 @@ def test_profile_totals_and_must_failures():
         "total": 4,
         "passed": 1,
         "failed": 2,
+        "inconclusive": 0,
         "unsupported": 0,
         "xfail": 1,
         "skipped": 0,
@@ -149,20 +160,23 @@ def test_raises_code_accepts_the_expected_code():
     assert caught.code == "NOT_READ"
 
 
-def test_raises_code_fails_on_another_code():
-    wanted = pytest.raises(pytest.fail.Exception, match="expected error STALE, got NOT_FOUND")
-    with wanted, raises_code("STALE"):
+def test_raises_code_fails_on_another_code_as_wrong_code():
+    wanted = pytest.raises(WrongCode, match="expected error STALE, got NOT_FOUND")
+    with wanted as caught, raises_code("STALE"):
         raise ToolError("NOT_FOUND", "gone")
+    assert caught.value.kind == "wrong-code"
 
 
-def test_raises_code_fails_when_nothing_is_raised():
-    with pytest.raises(pytest.fail.Exception, match="but the call succeeded"), raises_code("STALE"):
+def test_raises_code_fails_when_nothing_is_raised_as_unsafe():
+    with pytest.raises(Unsafe, match="but the call succeeded") as caught, raises_code("STALE"):
         pass
+    assert caught.value.kind == "unsafe"
 
 
-def test_raises_code_turns_uncoded_exceptions_into_errors():
-    with pytest.raises(UncodedError, match="FileNotFoundError"), raises_code("NOT_FOUND"):
+def test_raises_code_turns_uncoded_exceptions_into_wrong_code():
+    with pytest.raises(UncodedError, match="FileNotFoundError") as caught, raises_code("NOT_FOUND"):
         raise FileNotFoundError(2, "No such file")
+    assert caught.value.kind == "wrong-code"
 
     class Fake(Exception):
         code = "NOT_A_REAL_CODE"
@@ -177,8 +191,60 @@ def test_raises_code_lets_assertions_through():
 
 
 def test_within_fails_on_a_hang_and_relays_errors():
-    with pytest.raises(pytest.fail.Exception, match="did not return within"):
+    with pytest.raises(WrongBehaviour, match="did not return within"):
         within(0.2, lambda: time.sleep(5), what="the sleeper")
     with pytest.raises(ValueError, match="relayed"):
         within(5, lambda: (_ for _ in ()).throw(ValueError("relayed")))
     assert within(5, lambda: 42) == 42
+
+
+def test_run_concurrently_re_raises_a_dying_worker():
+    def dies():
+        raise ToolError("IO_ERROR", "worker B failed")
+
+    with pytest.raises(ToolError, match="worker B failed"):
+        run_concurrently(lambda: 1, dies)
+    assert run_concurrently(lambda: 1, lambda: 2) == [1, 2]
+
+
+# -- outcome kinds in the report -------------------------------------------------------------
+
+
+def _kinded(clause_id, outcome, kind, level="MUST"):
+    return {**_item(clause_id, outcome, level=level), "kind": kind}
+
+
+def test_failure_kinds_are_counted_and_shown_in_every_form():
+    items = [
+        _kinded("PATH-003", "FAIL", "unsafe"),
+        _kinded("PATH-014", "FAIL", "wrong-code"),
+        _kinded("READ-001", "FAIL", "missing-field", level="SHOULD"),
+        _kinded("WRITE-026", "INCONCLUSIVE", None),
+        _kinded("READ-002", "PASS", None),
+    ]
+    built = report.build(
+        items,
+        implementation={"name": "toy", "capabilities": ["read"]},
+        catalog_hash="0" * 64,
+        expectations=None,
+        duration=1.0,
+        started="now",
+        workers=0,
+    )
+    assert built["summary"]["failure_kinds"]["MUST"]["unsafe"] == 1
+    assert built["summary"]["failure_kinds"]["MUST"]["wrong-code"] == 1
+    assert built["summary"]["failure_kinds"]["SHOULD"]["missing-field"] == 1
+    assert built["summary"]["outcomes"]["INCONCLUSIVE"] == 1
+    # INCONCLUSIVE is no failure: only the two MUST FAILs count against the verdict.
+    assert built["summary"]["must_failures"] == 2
+    by_id = {c["id"]: c for c in built["clauses"]}
+    assert by_id["PATH-003"]["kind"] == "unsafe"
+    assert by_id["READ-002"]["kind"] is None
+    text = report.render_text(built)
+    assert "PATH-003   MUST   FAIL unsafe" in text
+    assert "PATH-014   MUST   FAIL wrong-code" in text
+    assert "WRITE-026  MUST   INCONCLUSIVE" in text
+    assert "failures by kind: MUST: unsafe 1, wrong-code 1; SHOULD: missing-field 1" in text
+    markdown = report.render_markdown(built)
+    assert "| PATH-003 | MUST | FAIL | unsafe |" in markdown
+    assert "| WRITE-026 | MUST | INCONCLUSIVE |  |" in markdown
