@@ -13,12 +13,20 @@ from __future__ import annotations
 from typing import Any
 
 from editspec.spec._assertions import (
+    Inconclusive,
+    MissingField,
     UncodedError,
+    Unsafe,
+    WrongBehaviour,
+    WrongCode,
     assert_fields,
+    inconclusive,
     raises_any_code,
     raises_code,
+    run_concurrently,
     within,
 )
+from editspec.spec._calls import setup
 from editspec.spec._clauses import MAY, MUST, SHOULD, Clause, ClauseDefinitionError, clause
 from editspec.spec.contract import (
     CAPABILITIES,
@@ -32,6 +40,7 @@ from editspec.spec.contract import (
 
 # Imported on first use: they pull in the fault-injection machinery.
 _LAZY = {
+    "prepare_change": "editspec.spec.fixtures",
     "crash_at": "editspec.spec.crash",
     "fail_at": "editspec.spec.crash",
     "fail_from": "editspec.spec.crash",
@@ -61,10 +70,15 @@ __all__ = [
     "ClauseDefinitionError",
     "Driver",
     "DriverFactory",
+    "Inconclusive",
+    "MissingField",
     "Profile",
     "Session",
     "SimulatedCrash",
     "UncodedError",
+    "Unsafe",
+    "WrongBehaviour",
+    "WrongCode",
     "assert_fields",
     "call_at",
     "clause",
@@ -72,7 +86,11 @@ __all__ = [
     "crash_at",
     "fail_at",
     "fail_from",
+    "inconclusive",
+    "prepare_change",
     "raises_any_code",
     "raises_code",
+    "run_concurrently",
+    "setup",
     "within",
 ]

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from editspec.spec import _calls
 from editspec.spec.fixtures import CrashKit, Disk
 
 BEFORE: Mapping[str, bytes] = {
@@ -193,6 +194,7 @@ def publish_index(trace: list[Any], published: frozenset[str] = PUBLISHED_NAMES)
 def journal_dirs(disk: Disk) -> list[Path]:
     """The per-workspace folders of the journal directory where DESIGN puts it
     (``journal_layout``)."""
+    _calls.note("journal_layout")
     top = disk.state_dir / "journal"
     return sorted(path for path in top.iterdir() if path.is_dir()) if top.is_dir() else []
 

@@ -4,6 +4,7 @@
                    [--report out.json|out.md]... [--expectations FILE] [-k EXPR] [-n N]
     editspec expectations update REPORT.json [-o FILE]
     editspec catalog [--write [FILE]] [--check [FILE]]
+    editspec audit [-k EXPR] [-n N]   (positive controls and minimal requirements)
     editspec replay ... | explore ... | serve ...
 
 Exit codes of ``check``: 0 when every MUST clause that ran is met, 1 when one is FAIL,
@@ -166,6 +167,61 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Run the suite against the reference with call logs, then check DESIGN §7's rules."""
+    import pytest
+
+    from editspec.spec import audit, catalog, report
+
+    with tempfile.TemporaryDirectory(prefix="editspec-audit-") as scratch:
+        logs = Path(scratch) / "calls"
+        json_report = Path(scratch) / "report.json"
+        argv = [
+            str(_package_dir()),
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(_package_dir()),
+            "--import-mode=importlib",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--no-header",
+            "--tb=no",
+            "--editspec-report",
+            str(json_report),
+            "--editspec-call-log",
+            str(logs),
+        ]
+        if not _plugin_is_autoloaded():
+            argv += ["-p", "editspec.spec.plugin"]
+            if args.numprocesses:
+                argv += ["-p", "xdist.plugin"]
+        if args.keyword:
+            argv += ["-k", args.keyword]
+        if args.numprocesses:
+            argv += ["-n", args.numprocesses]
+        status = pytest.main(argv)
+        if not json_report.exists() or status in (
+            pytest.ExitCode.USAGE_ERROR,
+            pytest.ExitCode.INTERNAL_ERROR,
+            pytest.ExitCode.INTERRUPTED,
+        ):
+            print("editspec audit: the suite did not run to completion", file=sys.stderr)
+            return EXIT_USAGE
+        built = report.load(str(json_report))
+        requires = {item.id: item.requires for item in catalog.load()}
+        problems = audit.run(logs, built, requires)
+    for problem in problems:
+        print(problem)
+    clauses = len({c["id"] for c in built["clauses"] if c["outcome"] == "PASS"})
+    if problems:
+        print(f"audit: {len(problems)} problem(s) in {clauses} clauses that pass")
+        return EXIT_MUST_FAILED
+    print(f"audit OK: {clauses} clauses that pass have positive controls and minimal requirements")
+    return EXIT_OK
+
+
 def _delegate(name: str, argv: Sequence[str]) -> int:
     module_name, function_name = _DELEGATED[name]
     try:
@@ -224,6 +280,17 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("--write", nargs="?", const="", metavar="FILE", help="write CLAUSES.md")
     catalog.add_argument("--check", nargs="?", const="", metavar="FILE", help="self-check")
     catalog.set_defaults(handler=cmd_catalog)
+
+    audit_parser = commands.add_parser(
+        "audit",
+        help="check that every clause has positive controls and minimal requirements",
+        description="Runs the suite against the reference with each clause's driver calls "
+        "recorded, then checks DESIGN section 7: every expected refusal follows a success of "
+        "the same kind, and every clause requires exactly what it uses.",
+    )
+    audit_parser.add_argument("-k", dest="keyword", metavar="EXPR", help="select clauses")
+    audit_parser.add_argument("-n", dest="numprocesses", metavar="N", help="parallel workers")
+    audit_parser.set_defaults(handler=cmd_audit)
 
     for name, help_text in (
         ("replay", "re-run a recorded fault scenario step by step"),

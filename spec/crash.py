@@ -55,6 +55,7 @@ from typing import Any
 import attrs
 
 from editspec.fault_injection import SimulatedCrash
+from editspec.spec import _calls
 
 try:
     import fcntl as _fcntl
@@ -559,6 +560,7 @@ def _descriptor_kind(fd: int) -> str:
 @contextmanager
 def count_mutations() -> Iterator[OsInterceptor]:
     """Run the block unfaulted; ``.mutations`` and ``.trace`` tell what it did."""
+    _calls.note("python_fs")
     with OsInterceptor() as interceptor:
         yield interceptor
 
@@ -566,6 +568,7 @@ def count_mutations() -> Iterator[OsInterceptor]:
 @contextmanager
 def crash_at(n: int) -> Iterator[OsInterceptor]:
     """Kill the process at the n-th mutating call; ``.crashed`` says whether it happened."""
+    _calls.note("python_fs")
     if n < 1:
         raise ValueError("crash points count from 1")
     with OsInterceptor(crash_at=n) as interceptor:
@@ -575,6 +578,7 @@ def crash_at(n: int) -> Iterator[OsInterceptor]:
 @contextmanager
 def fail_at(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
     """Make the n-th mutating call fail with ``OSError(errno)``; later calls proceed."""
+    _calls.note("python_fs")
     if n < 1:
         raise ValueError("fault points count from 1")
     with OsInterceptor(fail_at=n, fail_errno=errno) as interceptor:
@@ -584,6 +588,7 @@ def fail_at(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
 @contextmanager
 def fail_from(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
     """Make the n-th mutating call and every later one fail with ``OSError(errno)``."""
+    _calls.note("python_fs")
     if n < 1:
         raise ValueError("fault points count from 1")
     with OsInterceptor(fail_at=n, fail_errno=errno, fail_later=True) as interceptor:
@@ -593,6 +598,7 @@ def fail_from(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
 @contextmanager
 def call_at(n: int, action: Callable[[], object]) -> Iterator[OsInterceptor]:
     """Run ``action()`` just before the n-th mutating call, then let that call proceed."""
+    _calls.note("python_fs")
     if n < 1:
         raise ValueError("hook points count from 1")
     with OsInterceptor(call_at=n, action=action) as interceptor:

@@ -25,6 +25,8 @@ from typing import Any
 
 import attrs
 
+from editspec.spec import _calls
+from editspec.spec._assertions import WrongCode, mark_from_implementation
 from editspec.spec.contract import Driver, DriverFactory
 
 
@@ -273,14 +275,56 @@ class Alias:
 # -- the driver under test, with the names it reports remembered -------------------------
 
 _PATH_METHODS = ("write", "edit")
+_REPORTING_METHODS = ("write", "edit", "apply_patch", "rewind", "edit_notebook")
+OPERATIONS = (
+    "read",
+    "write",
+    "edit",
+    "apply_patch",
+    "glob",
+    "grep",
+    "list_directory",
+    "rewind",
+    "edit_notebook",
+    "why_ignored",
+)
+
+
+def _observed(op: str, session: str | None, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` with its call logged and its exceptions marked as the implementation's."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = method(*args, **kwargs)
+        except BaseException as exc:
+            mark_from_implementation(exc)
+            _calls.record(op, session, args, kwargs, exc)
+            raise
+        _calls.record(op, session, args, kwargs, None)
+        return result
+
+    return call
 
 
 class RecordingSession:
-    """A session proxy that tells ``Disk`` which paths the implementation wrote."""
+    """A session proxy: tells ``Disk`` which paths the implementation wrote, logs each call
+    and marks each exception as the implementation's (DESIGN §7: a refusal is a verdict,
+    not an error of the suite)."""
 
-    def __init__(self, inner: Any, disk: Disk) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        disk: Disk,
+        *,
+        session_id: str | None = None,
+        capabilities: frozenset[str] = frozenset(),
+        remote: bool = False,
+    ) -> None:
         self._inner = inner
         self._disk = disk
+        self.session_id = session_id
+        self.driver_capabilities = capabilities
+        self._prefix = "remote:" if remote else ""
 
     @property
     def inner(self) -> Any:
@@ -288,13 +332,16 @@ class RecordingSession:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._inner, name)
-        if name not in ("write", "edit", "apply_patch", "rewind") or not callable(attribute):
+        if name not in OPERATIONS or not callable(attribute):
             return attribute
+        observed = _observed(self._prefix + name, self.session_id, attribute)
+        if name not in _REPORTING_METHODS:
+            return observed
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if name in _PATH_METHODS and args and isinstance(args[0], str) and "\0" not in args[0]:
                 self._disk.remember(args[0])
-            result = attribute(*args, **kwargs)
+            result = observed(*args, **kwargs)
             for path in _reported_paths(result):
                 self._disk.remember(path)
             return result
@@ -308,6 +355,21 @@ def _reported_paths(result: object) -> Iterator[str]:
             value = getattr(holder, field, None)
             if isinstance(value, str) and "\0" not in value:
                 yield value
+
+
+def prepare_change(session: Any, *paths: str) -> None:
+    """Make ``paths`` changeable by this session, as the driver needs it (setup, not asserted).
+
+    A driver with read-before-write needs a full read first; one without it needs
+    nothing, and so a clause about Edit or Write does not require Read. The read is a
+    plain ``read(path)``: no range, no ``max_bytes`` a tool may refuse.
+    """
+    capabilities = getattr(session, "driver_capabilities", frozenset())
+    if "read_before_write" not in capabilities and "stale_detection" not in capabilities:
+        return
+    with _calls.setup():
+        for path in paths:
+            session.read(path)
 
 
 class RecordingDriver:
@@ -330,10 +392,33 @@ class RecordingDriver:
         return frozenset(self._inner.capabilities)
 
     def open_session(self, session_id: str) -> RecordingSession:
-        return RecordingSession(self._inner.open_session(session_id), self._disk)
+        try:
+            inner = self._inner.open_session(session_id)
+        except BaseException as exc:
+            mark_from_implementation(exc)
+            raise
+        return RecordingSession(
+            inner, self._disk, session_id=session_id, capabilities=self.capabilities
+        )
+
+    def open_remote_session(self, session_id: str, **kwargs: Any) -> RecordingSession:
+        method = getattr(self._inner, "open_remote_session", None)
+        if method is None:
+            raise WrongCode(
+                "the driver declares remote_acp but has no open_remote_session(session_id, *, "
+                "channel, acp_session_id, root)"
+            )
+        opener = _observed("open_remote_session", session_id, method)
+        return RecordingSession(
+            opener(session_id, **kwargs),
+            self._disk,
+            session_id=session_id,
+            capabilities=self.capabilities,
+            remote=True,
+        )
 
     def recover(self) -> Any:
-        report = self._inner.recover()
+        report = _observed("recover", None, self._inner.recover)()
         for path in getattr(report, "cleaned", ()) or ():
             if isinstance(path, str):
                 self._disk.remember(path)
@@ -359,6 +444,7 @@ class DriverHandle:
 
     def restart(self, *, close: bool = True) -> RecordingDriver:
         """A new driver over the same root and state; the old one is closed unless it 'died'."""
+        _calls.note("restart")
         old = self.current
         if hasattr(old.inner, "restart") and close:
             old.inner.restart()
@@ -380,6 +466,7 @@ class CrashKit:
 
     def count(self, action: Callable[[], object]) -> list[Any]:
         """Run ``action`` unfaulted; return its mutating calls (``OsCall``s, in order)."""
+        _calls.note("python_fs")
         from editspec.spec.crash import count_mutations
 
         with count_mutations() as interceptor:
@@ -389,6 +476,7 @@ class CrashKit:
     @contextmanager
     def at(self, n: int) -> Iterator[Any]:
         """Crash at the n-th mutating call inside the block (the crash ends the block)."""
+        _calls.note("python_fs")
         from editspec.spec.crash import crash_at
 
         with crash_at(n) as interceptor:
