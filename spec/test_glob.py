@@ -414,17 +414,18 @@ def test_max_results_truncates(session, disk):
     "GLOB-018",
     MUST,
     requires={"glob"},
-    text="With fewer matches than max_results, every match is returned with truncated=False "
-    "and total_matches equal to the number returned.",
+    text="With no more matches than max_results (fewer, or exactly max_results), every match "
+    "is returned with truncated=False and total_matches equal to the number returned.",
     rationale="A false truncation flag sends the agent searching for files that are not there.",
 )
 def test_under_max_results_is_not_truncated(session, disk):
     for name in ("a.py", "b.py"):
         disk.write(name, "x\n")
-    result = session.glob("*.py", max_results=10)
-    assert sorted(result.paths) == ["a.py", "b.py"]
-    assert result.truncated is False
-    assert result.total_matches == 2
+    for limit in (10, 2):
+        result = session.glob("*.py", max_results=limit)
+        assert sorted(result.paths) == ["a.py", "b.py"], limit
+        assert result.truncated is False, limit
+        assert result.total_matches == 2, limit
 
 
 @clause(
@@ -456,6 +457,11 @@ def test_path_argument_scopes_the_search(session, disk):
 def test_path_argument_is_confined(session, disk, alias):
     (alias.outside / "secret.txt").write_text("secret\n")
     disk.write("inside.txt", "x\n")
+    disk.write("sub/kept.txt", "x\n")
+    # Positive control: the same call, through a relative path that climbs and an
+    # absolute path, both inside, lists the root's files.
+    assert "inside.txt" in _paths(session, "**", path="sub/..")
+    assert "inside.txt" in _paths(session, "**", path=str(disk.root))
     paths = escaping_paths(alias, {"out": alias.outside})
     before = disk.snapshot()
     for path in paths:

@@ -187,15 +187,17 @@ def test_max_results_truncates(session, disk):
     "GREP-007",
     MUST,
     requires={"grep"},
-    text="With no more matches than max_results, every match is returned with truncated=False.",
+    text="With no more matches than max_results (fewer, or exactly max_results), every match "
+    "is returned with truncated=False.",
     rationale="A false truncation flag makes the agent narrow a search that was already complete.",
 )
 def test_under_max_results_is_complete(session, disk):
     _twelve_matches(disk)
-    result = session.grep("needle", max_results=50)
-    assert result.truncated is False
-    assert len(result.matches) == 12
-    assert _matched_paths(result) == ["a.txt", "b.txt", "c.txt"]
+    every = sorted((name, 2 * i + 1) for name in ("a.txt", "b.txt", "c.txt") for i in range(4))
+    for limit in (50, 12):
+        result = session.grep("needle", max_results=limit)
+        assert result.truncated is False, limit
+        assert sorted((m.path, m.line) for m in result.matches) == every, limit
 
 
 @clause(
@@ -210,6 +212,8 @@ def test_under_max_results_is_complete(session, disk):
 def test_invalid_regex_is_invalid_argument(session, disk):
     disk.write("a.py", "x = (1)\n")
     before = disk.snapshot()
+    # Positive control: a valid regex of the same kind finds the line.
+    assert _where(session.grep(r"x = \(1\)")) == [("a.py", 1, 1)]
     for pattern in ("(unclosed", "[a-", "*start", "a{3,1}", "(?P<x>a)(?P<x>b)", r"(?<=a+)b"):
         with raises_code("INVALID_ARGUMENT"):
             session.grep(pattern)
@@ -308,6 +312,11 @@ def test_path_argument_is_confined(session, disk, alias):
     secret = alias.outside / "secret.txt"
     secret.write_text(f"{MARKER}\n")
     disk.write("inside.txt", f"{MARKER}\n")
+    disk.write("sub/other.txt", "x\n")
+    # Positive control: the same search, through a relative path that climbs and an absolute
+    # path, both inside, finds the inside file (and nothing outside).
+    assert _where(session.grep(MARKER, path="sub/..")) == [("inside.txt", 1, 1)]
+    assert _where(session.grep(MARKER, path=str(disk.root))) == [("inside.txt", 1, 1)]
     paths = [str(secret), *escaping_paths(alias, {"out": alias.outside, "file-link.txt": secret})]
     before = disk.snapshot()
     for path in paths:
@@ -416,6 +425,8 @@ def test_matches_are_ordered_by_path_then_line(session, disk):
 def test_expired_deadline_is_cancelled(session, disk):
     disk.write("a.txt", f"{MARKER}\n")
     before = disk.snapshot()
+    # Positive control: a deadline a minute away lets the search finish.
+    assert _where(session.grep(MARKER, deadline=time.monotonic() + 60.0)) == [("a.txt", 1, 1)]
     with raises_code("CANCELLED"):
         session.grep(MARKER, deadline=time.monotonic() - 1.0)
     disk.assert_unchanged(before)
@@ -431,9 +442,11 @@ def test_expired_deadline_is_cancelled(session, disk):
 )
 def test_set_cancel_token_is_cancelled(session, disk):
     disk.write("a.txt", f"{MARKER}\n")
+    before = disk.snapshot()
+    # Positive control: a token that is not set lets the search finish.
+    assert _where(session.grep(MARKER, cancel=threading.Event())) == [("a.txt", 1, 1)]
     token = threading.Event()
     token.set()
-    before = disk.snapshot()
     with raises_code("CANCELLED"):
         session.grep(MARKER, cancel=token)
     disk.assert_unchanged(before)

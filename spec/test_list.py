@@ -234,6 +234,12 @@ def test_paging_covers_the_listing(session, disk):
         assert page.truncated is True and page.next_cursor
     assert pages[-1].truncated is False and pages[-1].next_cursor is None
     assert [path for page in pages for path in _paths(page)] == full
+    # Boundaries: pages that end exactly at the last entry, and one page of all of them.
+    for size, counts in ((5, [5, 5]), (10, [10])):
+        exact = _all_pages(session, max_entries=size)
+        assert [len(page.entries) for page in exact] == counts, size
+        assert exact[-1].truncated is False and exact[-1].next_cursor is None, size
+        assert [path for page in exact for path in _paths(page)] == full, size
     whole = session.list_directory(".", max_entries=50)
     assert _paths(whole) == full and whole.next_cursor is None and whole.truncated is False
 
@@ -303,6 +309,11 @@ def test_invalid_cursor(session, disk):
     for i in range(5):
         disk.write(f"f{i}.txt", "x\n")
     before = disk.snapshot()
+    # Positive control: a cursor the implementation issued continues the listing.
+    first = session.list_directory(".", max_entries=2)
+    assert first.next_cursor, "a page of 2 of 5 entries has no cursor"
+    second = session.list_directory(".", max_entries=2, cursor=first.next_cursor)
+    assert _names(first) + _names(second) == ["f0.txt", "f1.txt", "f2.txt", "f3.txt"]
     for cursor in ("not a cursor!", "{}", "\0\0\0", "%%%%", "Zm9vYmFy", "x" * 300, ""):
         with raises_code("INVALID_ARGUMENT"):
             session.list_directory(".", max_entries=2, cursor=cursor)
@@ -346,6 +357,11 @@ def test_damaged_or_foreign_cursor(session, disk):
 def test_path_is_confined(session, disk, alias):
     (alias.outside / "secret.txt").write_text("secret\n")
     disk.write("inside.txt", "x\n")
+    disk.mkdir("sub")
+    # Positive control: the same call, through a relative path that climbs and an absolute
+    # path, both inside, lists the root.
+    assert "inside.txt" in _names(session.list_directory("sub/.."))
+    assert "inside.txt" in _names(session.list_directory(str(disk.root)))
     paths = escaping_paths(alias, {"out": alias.outside, "nested/deeper-out": "../../outside"})
     before = disk.snapshot()
     for path in paths:
@@ -419,7 +435,10 @@ def test_entry_paths_are_root_relative(session, disk):
 )
 def test_missing_directory_is_not_found(session, disk):
     disk.write("a.txt", "x\n")
+    disk.write("such-dir/b.txt", "x\n")
     before = disk.snapshot()
+    # Positive control: a directory that exists is listed.
+    assert _names(session.list_directory("such-dir")) == ["b.txt"]
     with raises_code("NOT_FOUND"):
         session.list_directory("no-such-dir")
     disk.assert_unchanged(before)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code
+from editspec.spec import MUST, SHOULD, assert_fields, clause, prepare_change, raises_code
 from editspec.spec.fixtures import sha256
 
 nbformat = pytest.importorskip("nbformat")
@@ -68,7 +68,20 @@ def _load(disk, name: str):
 
 
 def _read(session, name: str) -> None:
-    session.read(name, max_bytes=1 << 30)
+    """Make ``name`` editable by this session, as the driver needs it (setup)."""
+    prepare_change(session, name)
+
+
+def _control_edit(session, disk, name: str, nb=None, **address) -> None:
+    """Positive control: a cell edit of a valid notebook this session may change succeeds."""
+    nb = nb if nb is not None else _notebook()
+    _write(disk, name, nb)
+    _read(session, name)
+    session.edit_notebook(name, source="# control", **address)
+    index = address.get("index")
+    if index is None:
+        index = [cell.get("id") for cell in nb.cells].index(address["cell_id"])
+    assert "".join(_load(disk, name)["cells"][index]["source"]) == "# control"
 
 
 def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
@@ -243,6 +256,7 @@ def test_index_addressing_without_ids(session, disk):
     "it.",
 )
 def test_not_read(session, disk):
+    _control_edit(session, disk, "seen.ipynb", index=0)
     nb = _notebook()
     _write(disk, "n.ipynb", nb)
     before = disk.snapshot()
@@ -261,6 +275,7 @@ def test_not_read(session, disk):
     "file would drop the user's cells or outputs.",
 )
 def test_stale(session, disk, external):
+    _control_edit(session, disk, "fresh.ipynb", index=0)
     nb = _notebook()
     _write(disk, "n.ipynb", nb)
     _read(session, "n.ipynb")
@@ -282,6 +297,13 @@ def test_stale(session, disk, external):
 )
 def test_unknown_cell(session, disk):
     nb = _notebook()
+    # Positive controls: a known id, the last index, and deleting the last cell succeed.
+    _control_edit(session, disk, "by-id.ipynb", nb, cell_id=nb.cells[2].id)
+    _control_edit(session, disk, "by-index.ipynb", nb, index=2)
+    _write(disk, "delete.ipynb", nb)
+    _read(session, "delete.ipynb")
+    session.edit_notebook("delete.ipynb", index=2, mode="delete")
+    assert len(_load(disk, "delete.ipynb")["cells"]) == 2
     _write(disk, "n.ipynb", nb)
     _read(session, "n.ipynb")
     before = disk.snapshot()
@@ -328,6 +350,7 @@ def test_metadata_attachments_and_other_outputs_are_kept(session, disk):
     rationale="Editing a broken notebook cell by cell pretends a structure that is not there.",
 )
 def test_invalid_notebooks_are_refused(session, disk):
+    _control_edit(session, disk, "valid.ipynb", index=0)
     disk.write("broken.ipynb", '{"cells": [\n')
     disk.write(
         "wrong.ipynb",
@@ -426,12 +449,13 @@ def test_rewind_restores_the_notebook(session, disk):
 @clause(
     "NB-016",
     MUST,
-    requires={"notebook", "edit"},
+    requires={"notebook"},
     text="edit_notebook on a file that is not a .ipynb notebook fails with INVALID_ARGUMENT, "
     "and the file is unchanged.",
     rationale="Cell addresses mean nothing in a Python file; the agent meant Edit.",
 )
 def test_not_a_notebook(session, disk):
+    _control_edit(session, disk, "real.ipynb", index=0)
     disk.write("script.py", "print('x')\n")
     _read(session, "script.py")
     before = disk.snapshot()

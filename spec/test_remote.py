@@ -45,6 +45,34 @@ def _update_patch(files: dict[str, tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _control_write(remote, rsession, name: str = "control-write.txt") -> int:
+    """Positive control: this session reads a client file and replaces it; the number of
+    client writes so far (the clause's refusals must add none)."""
+    remote.put(name, "control\n")
+    rsession.read(name)
+    rsession.write(name, "control, replaced\n")
+    assert remote.get(name) == "control, replaced\n"
+    return remote.writes()
+
+
+def _control_edit(remote, rsession, name: str = "control-edit.txt") -> int:
+    """Positive control: an edit of a client file this session read lands in the client."""
+    remote.put(name, "control one\n")
+    rsession.read(name)
+    rsession.edit(name, [EditSpec("one", "two")])
+    assert remote.get(name) == "control two\n"
+    return remote.writes()
+
+
+def _control_patch(remote, rsession, name: str = "control-patch.txt") -> int:
+    """Positive control: an Update patch of a client file this session read lands."""
+    remote.put(name, "control one\n")
+    rsession.read(name)
+    rsession.apply_patch(_update_patch({name: ("control one", "control two")}))
+    assert remote.get(name) == "control two\n"
+    return remote.writes()
+
+
 def _states(error) -> dict[str, str]:
     details = getattr(error, "details", None) or {}
     files = details.get("files")
@@ -105,11 +133,12 @@ def test_write_goes_to_the_client(remote, rsession, disk):
     "editor buffer destroys text the agent never saw.",
 )
 def test_replace_without_read_is_refused(remote, rsession):
+    writes = _control_write(remote, rsession)
     remote.put("a.txt", "old\n")
     with raises_code("NOT_READ"):
         rsession.write("a.txt", "new\n")
     assert remote.get("a.txt") == "old\n"
-    assert remote.writes() == 0
+    assert remote.writes() == writes
 
 
 @clause(
@@ -123,6 +152,9 @@ def test_replace_without_read_is_refused(remote, rsession):
     "invalidate the agent's read exactly as a change on disk does.",
 )
 def test_changed_client_file_is_stale(remote, rsession):
+    _control_write(remote, rsession)
+    _control_edit(remote, rsession)
+    writes = _control_patch(remote, rsession)
     remote.put("a.txt", "one\ntwo\n")
     rsession.read("a.txt")
     remote.put("a.txt", "one\ntwo, typed by the user\n")
@@ -133,7 +165,7 @@ def test_changed_client_file_is_stale(remote, rsession):
     with raises_code("STALE"):
         rsession.apply_patch(_update_patch({"a.txt": ("one", "ONE")}))
     assert remote.get("a.txt") == "one\ntwo, typed by the user\n"
-    assert remote.writes() == 0
+    assert remote.writes() == writes
 
 
 @clause(
@@ -146,10 +178,16 @@ def test_changed_client_file_is_stale(remote, rsession):
     "the same over a client as on disk.",
 )
 def test_expected_sha256_over_the_client(remote, rsession):
+    # Positive control: the right hash stands in for a read of a file never read.
+    remote.put("b.txt", "b text\n")
+    rsession.write("b.txt", "b other\n", expected_sha256=sha256("b text\n"))
+    assert remote.get("b.txt") == "b other\n"
+    writes = remote.writes()
     remote.put("a.txt", "text\n")
     with raises_code("STALE"):
         rsession.write("a.txt", "other\n", expected_sha256=sha256("not the text\n"))
-    assert remote.writes() == 0
+    assert remote.writes() == writes
+    assert remote.get("a.txt") == "text\n"
     rsession.write("a.txt", "other\n", expected_sha256=sha256("text\n"))
     assert remote.get("a.txt") == "other\n"
 
@@ -181,9 +219,13 @@ def test_edit_over_the_client(remote, rsession):
     rationale="fs/write_text_file carries text; pushing bytes through it mangles them silently.",
 )
 def test_binary_write_is_unsupported(remote, rsession):
+    # Positive control: a text file is created in the client.
+    rsession.write("text.txt", "text\n")
+    assert remote.get("text.txt") == "text\n"
+    writes = remote.writes()
     with raises_code("UNSUPPORTED"):
         rsession.write("image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
-    assert remote.writes() == 0
+    assert remote.writes() == writes
     assert remote.get("image.png") is None
 
 
@@ -224,6 +266,7 @@ def test_add_delete_move_fail_closed(remote, rsession):
     remote.put("b.txt", "b\n")
     rsession.read("a.txt")
     rsession.read("b.txt")
+    writes = _control_patch(remote, rsession)
     update = "*** Update File: a.txt\n@@\n-a\n+A\n"
     for operation in (
         "*** Add File: new.txt\n+new\n",
@@ -232,8 +275,8 @@ def test_add_delete_move_fail_closed(remote, rsession):
     ):
         with raises_code("UNSUPPORTED"):
             rsession.apply_patch(f"*** Begin Patch\n{update}{operation}*** End Patch\n")
-    assert remote.files() == {"a.txt": "a\n", "b.txt": "b\n"}
-    assert remote.writes() == 0
+    assert remote.files() == {"a.txt": "a\n", "b.txt": "b\n", "control-patch.txt": "control two\n"}
+    assert remote.writes() == writes
 
 
 @clause(
@@ -246,6 +289,7 @@ def test_add_delete_move_fail_closed(remote, rsession):
     "(format-on-save, a plugin, a concurrent keystroke); only the read-back does.",
 )
 def test_write_is_read_back(remote, rsession):
+    _control_write(remote, rsession)
     remote.put("a.txt", "old\n")
     rsession.read("a.txt")
     remote.arm(ClientFault(method="write", at=1, action="garble"))
@@ -268,6 +312,7 @@ def test_failed_write_restores_the_patch(remote, rsession, disk):
     for name in names:
         remote.put(name, f"{name}\n")
         rsession.read(name)
+    _control_patch(remote, rsession)
     before = dict(remote.files())
     snapshot = disk.snapshot()
     remote.arm(ClientFault(method="write", at=3, action="fail"))
@@ -292,6 +337,7 @@ def test_failed_restore_names_the_files(remote, rsession):
     for name in names:
         remote.put(name, f"{name}\n")
         rsession.read(name)
+    _control_patch(remote, rsession)
     # The client stops accepting writes after the first: the restore of a.txt fails too.
     remote.arm(ClientFault(method="write", at=2, action="fail", through=FOREVER))
     with raises_code("IO_ERROR", "CONFLICT") as caught:
@@ -320,6 +366,7 @@ def test_corrupt_read_back_fails_and_restores(remote, rsession):
     for name in names:
         remote.put(name, f"{name}\n")
         rsession.read(name)
+    _control_patch(remote, rsession)
     before = dict(remote.files())
     # The read that follows the write of the second file answers other text.
     remote.arm(ClientFault(method="readback", at=2, action="corrupt"))
@@ -338,6 +385,14 @@ def test_corrupt_read_back_fails_and_restores(remote, rsession):
     "editor will happily serve ~/.ssh/id_rsa.",
 )
 def test_remote_paths_are_confined(remote, rsession, outside):
+    # Positive controls: a relative path that climbs and an absolute path, both inside the
+    # root, are read and written through the client.
+    remote.put("inside.txt", "inside\n")
+    assert rsession.read("sub/../inside.txt").content == "inside\n"
+    assert rsession.read(remote.root + "/inside.txt").content == "inside\n"
+    rsession.write("sub/../made.txt", "made\n")
+    rsession.write(remote.root + "/made-abs.txt", "made\n")
+    assert remote.get("made.txt") == remote.get("made-abs.txt") == "made\n"
     for path in (
         "../secret.txt",
         "sub/../../secret.txt",
@@ -364,6 +419,8 @@ def test_no_local_fallback(remote, rsession, disk):
     disk.write("a.txt", "local\n")
     remote.put("a.txt", "client\n")
     rsession.read("a.txt")
+    rsession.write("fresh-control.txt", "made\n")  # positive control: the client takes writes
+    assert remote.get("fresh-control.txt") == "made\n"
     snapshot = disk.snapshot()
     remote.arm(ClientFault(method="write", at=1, action="fail", through=FOREVER))
     with raises_code("IO_ERROR"):
@@ -389,6 +446,7 @@ def test_change_during_publish_is_not_overwritten(remote, rsession):
     for name in names:
         remote.put(name, f"{name}\n")
         rsession.read(name)
+    _control_patch(remote, rsession)
     typed = "b.txt typed by the user\n"
     remote.arm(
         ClientFault(
@@ -430,8 +488,10 @@ def test_written_file_counts_as_read(remote, rsession):
 def test_remote_notebook_text_edit_is_unsupported(remote, rsession):
     remote.put("nb.ipynb", '{\n "cells": []\n}\n')
     rsession.read("nb.ipynb")
+    _control_edit(remote, rsession)
+    writes = _control_patch(remote, rsession)
     with raises_code("UNSUPPORTED"):
         rsession.edit("nb.ipynb", [EditSpec('"cells"', '"cellz"')])
     with raises_code("UNSUPPORTED"):
         rsession.apply_patch(_update_patch({"nb.ipynb": (' "cells": []', ' "cells": [1]')}))
-    assert remote.writes() == 0
+    assert remote.writes() == writes
