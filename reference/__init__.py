@@ -10,6 +10,7 @@ from editspec.reference._acp import AcpChannel, AcpFileService
 from editspec.reference._errors import ERROR_CODES, ToolError
 from editspec.reference._fileservice import FileService, LocalFileService
 from editspec.reference._fs import FileSystem
+from editspec.reference._journal import seal as seal_journal
 from editspec.reference._limits import Limits
 from editspec.reference._paths import WorkspacePath
 from editspec.reference._remote import RemoteSession, RemoteWorkspace
@@ -65,4 +66,5 @@ __all__ = [
     "Workspace",
     "WorkspacePath",
     "WriteResult",
+    "seal_journal",
 ]

@@ -481,20 +481,42 @@ def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
     _fsync_dirs(
         fs, {os.path.dirname(side) for step in steps for side in (step.stage, step.backup) if side}
     )
-    # The inodes we are about to replace, and would restore, hold the planned bytes: the
-    # last check, right before the first publish (TXN-006: re-verified in the critical
-    # section; a change during the links or the fsyncs above is caught too).
-    for step in steps:
-        if step.backup is not None and fs.read_bytes(step.backup) != step.old_bytes:
-            raise ToolError(
-                _errors.STALE,
-                f"{step.entry.path} changed on disk while the transaction was prepared",
-                path=step.entry.path,
-            )
+    # The last check, right before the first publish (TXN-006, TXN-012: re-verified in the
+    # critical section as late as it can be, after staging and fsync): each name still
+    # holds the inode its backup links, with the planned bytes. A save by another writer
+    # in place changes the bytes; one through a new file renamed over the name changes the
+    # inode, and its backup still holds the old bytes.
+    changed = next(
+        (step for step in steps if step.backup is not None and not _as_planned(fs, step)), None
+    )
+    if changed is not None:
+        # Nothing is published yet: the abort only removes what this transaction made.
+        # Restoring a backup would put the old bytes over the file the other writer saved.
+        for step in steps:
+            if step.backup is not None and step.backup in owned.backups:
+                fs.unlink(step.backup)
+                owned.backups.discard(step.backup)
+        raise ToolError(
+            _errors.STALE,
+            f"{changed.entry.path} changed on disk while the transaction was prepared",
+            path=changed.entry.path,
+        )
     # 4. Publish.
     for op, change_steps in plan.changes:
         _publish_change(fs, op, change_steps, owned)
     _fsync_dirs(fs, {os.path.dirname(step.path) for step in steps})
+
+
+def _as_planned(fs: FileSystem, step: _Step) -> bool:
+    """The target's name still links the backup's inode, and that holds the planned bytes."""
+    assert step.backup is not None
+    try:
+        target, backup = fs.lstat(step.path), fs.lstat(step.backup)
+    except FileNotFoundError:
+        return False
+    if (target.st_dev, target.st_ino) != (backup.st_dev, backup.st_ino):
+        return False
+    return fs.read_bytes(step.backup) == step.old_bytes
 
 
 def _publish_change(fs: FileSystem, op: str, steps: Sequence[_Step], owned: Owned) -> None:

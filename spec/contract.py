@@ -15,8 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-CONTRACT_VERSION = "1.2"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
-# and the journal_layout capability; 1.2: grep's deadline= and cancel= (grep_cancel)
+CONTRACT_VERSION = "1.3"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
+# and the journal_layout capability; 1.2: grep's deadline= and cancel= (grep_cancel);
+# 1.3: Driver.seal_journal of a driver that declares journal_layout (JournalDriver)
 
 # -- capabilities and profiles ---------------------------------------------------
 
@@ -39,7 +40,8 @@ CAPABILITY_DESCRIPTIONS: Mapping[str, str] = {
     "python_fs": "a Python implementation in this process: faults are injected at the os level",
     "process": "a separate process the suite may kill and restart",
     "journal_layout": "journals live where DESIGN puts them: "
-    "<state_dir>/journal/<sha256(canonical root)[:16]>/<txn-id>.json",
+    "<state_dir>/journal/<sha256(canonical root)[:16]>/<txn-id>.json, and "
+    "Driver.seal_journal(data) recomputes a crafted journal's checksum (JournalDriver)",
     "remote_acp": "files reached only through an ACP client's read/write text methods",
     "notebook": "cell-level edits of .ipynb files",
 }
@@ -314,6 +316,23 @@ class RemoteDriver(Protocol):
 
 
 REMOTE_FILE_STATES: tuple[str, ...] = ("untouched", "restored", "not_restored", "unknown")
+
+
+@runtime_checkable
+class JournalDriver(Protocol):
+    """What a driver that declares ``journal_layout`` adds (contract 1.3; RECOV-011/012).
+
+    ``seal_journal(data)`` returns the journal bytes ``data`` with the implementation's
+    checksum recomputed, every other field kept as it is (valid or not). The suite alters
+    a journal (an unknown version, a path outside the root) and seals it, so that
+    recovery's version and path checks decide, not the checksum. It is a pure function
+    of ``data``: the suite may call it on a driver whose last operation was interrupted.
+    A driver that declares ``journal_layout`` without it fails those clauses (the
+    capability promises the hook).
+    """
+
+    def seal_journal(self, data: bytes) -> bytes: ...
+
 
 NOTEBOOK_MODES: tuple[str, ...] = ("replace", "insert", "delete")
 """``Session.edit_notebook(path, *, cell_id=None, index=None, mode="replace", source=None,

@@ -6,7 +6,15 @@ import codecs
 import json
 
 from editspec.reference import EditSpec
-from editspec.spec import MUST, SHOULD, assert_fields, clause, prepare_change, raises_code
+from editspec.spec import (
+    MUST,
+    SHOULD,
+    assert_fields,
+    clause,
+    inconclusive,
+    prepare_change,
+    raises_code,
+)
 from editspec.spec.fixtures import sha256
 
 CODE = "def greet(name):\n    message = 'hello ' + name\n    return message\n"
@@ -767,3 +775,51 @@ def test_earlier_strategy_wins(session, disk):
     _prepared(session, disk, "order.py", text)
     session.edit("order.py", [EditSpec("a = 1\nb = 2", "a = 10\nb = 20")])
     assert disk.read("order.py") == b"a = 10\nb = 20\n\na  =  1\nb = 2\n"
+
+
+@clause(
+    "EDIT-045",
+    MUST,
+    requires={"edit", "python_fs"},
+    text="A crash at any step of an edit leaves the file's old or new bytes at its path, never "
+    "a truncated or partial file, whether or not the tool detects stale reads; a restarted "
+    "implementation edits the file again.",
+    rationale="An edit that truncates the file and writes it back in place leaves an empty or "
+    "half-written source file when the process is killed in between; atomicity is not a "
+    "property of stale detection.",
+)
+def test_crash_during_edit(disk, crash):
+    old = "value = 0\n" + "unchanged line\n" * 4000
+    new = "value = 1\n" + "unchanged line\n" * 4000
+    valid = {sha256(old), sha256(new)}
+    warm = crash.restart().open_session("A")  # warm up: lock and state directories exist
+    _prepared(warm, disk, "warmup.txt", "w = 0\n")
+    warm.edit("warmup.txt", [EditSpec("w = 0", "w = 1")])
+
+    def prepared():
+        live = crash.restart().open_session("A")
+        _prepared(live, disk, "a.txt", old)
+        return live
+
+    probe = prepared()
+    steps = len(crash.count(lambda: probe.edit("a.txt", [EditSpec("value = 0", "value = 1")])))
+    assert disk.read("a.txt") == new.encode(), "the unfaulted edit did not land"
+    crashed = 0
+    for step in range(1, steps + 1):
+        live = prepared()
+        with crash.at(step) as point:
+            live.edit("a.txt", [EditSpec("value = 0", "value = 1")])
+        crashed += point.crashed
+        assert sha256(disk.read("a.txt")) in valid, f"torn file after a crash at step {step}"
+        if not point.crashed:
+            assert disk.read("a.txt") == new.encode()
+        restarted = crash.restart()
+        restarted.recover()
+        assert sha256(disk.read("a.txt")) in valid, f"recovery after step {step} tore the file"
+        again = restarted.open_session("A")
+        current = disk.read("a.txt").decode()
+        prepare_change(again, "a.txt")
+        again.edit("a.txt", [EditSpec(current.split("\n", 1)[0], "value = 2")])
+        assert disk.read("a.txt").startswith(b"value = 2\n"), f"no edit after step {step}"
+    if crashed == 0:
+        inconclusive("no crash landed inside the edit")

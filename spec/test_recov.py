@@ -11,12 +11,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
+import shutil
 
 from editspec.reference import EditSpec
 from editspec.spec import (
     MUST,
     SHOULD,
+    MissingField,
     UncodedError,
+    WrongBehaviour,
     call_at,
     clause,
     crash_at,
@@ -41,9 +45,11 @@ from editspec.spec._txn_kit import (
 from editspec.spec.contract import is_error_code
 
 
-def _mid_publish(runs, disk):
-    """Crash the scenario right after its first file is published; the journal left behind."""
-    trace = runs.warm_up()
+def _mid_publish(runs, disk, trace=None):
+    """Crash the scenario right after its first file is published; the journal left behind
+    (``trace``: the warm-up's, when the clause already has it)."""
+    if trace is None:
+        trace = runs.warm_up()
     first = publish_index(trace)
     assert first is not None, f"no rename or link publishes a file: {trace}"
     assert runs.crashed_at(first + 1)
@@ -432,6 +438,40 @@ def test_torn_journal(disk, crash):
     runs.assert_before_or_after("after the journal was repaired")
 
 
+def _sealed(runs, data):
+    """``data`` with the driver's journal checksum recomputed (contract 1.3 ``seal_journal``)."""
+    seal = getattr(runs.driver, "seal_journal", None)
+    if not callable(seal):
+        raise MissingField(
+            "the driver declares journal_layout but has no seal_journal(data) -> bytes "
+            "(contract 1.3): a crafted journal is refused by its checksum alone, and the "
+            "version and path checks this clause is about are never reached"
+        )
+    sealed = seal(data)
+    if not isinstance(sealed, bytes):
+        raise WrongBehaviour(f"seal_journal returned {type(sealed).__name__}, not bytes")
+    return sealed
+
+
+def _flip_a_hash(value):
+    """``value`` with one hex digit of its first sha256 (not the checksum) changed, or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "checksum" in str(key).lower():
+                continue
+            flipped = _flip_a_hash(item)
+            if flipped is not None:
+                return {**value, key: flipped}
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            flipped = _flip_a_hash(item)
+            if flipped is not None:
+                return [*value[:index], flipped, *value[index + 1 :]]
+    elif isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return ("1" if value[0] == "0" else "0") + value[1:]
+    return None
+
+
 @clause(
     "RECOV-011",
     MUST,
@@ -443,13 +483,44 @@ def test_torn_journal(disk, crash):
 )
 def test_unknown_version_journal(disk, crash):
     runs = Runs(disk, crash)
-    journal = _mid_publish(runs, disk)
+    trace = runs.warm_up()
+    # Altered, not re-sealed: a recorded hash changed, every field still well formed, so
+    # only the checksum tells.
+    journal = _mid_publish(runs, disk, trace)
+    record = json.loads(journal.read_text(encoding="utf-8"))
+    altered = _flip_a_hash(record)
+    assert altered is not None, f"the journal records no sha256 to alter: {sorted(record)}"
+    _corrupt_journal_is_refused(disk, crash, journal, json.dumps(altered).encode())
+    runs.assert_before_or_after("after the altered journal was repaired")
+    # An unknown version, re-sealed by the implementation: the version check must tell.
+    journal = _mid_publish(runs, disk, trace)
     record = json.loads(journal.read_text(encoding="utf-8"))
     keys = [key for key in record if "version" in key.lower()]
     assert keys, f"the journal records no version: {sorted(record)}"
     record[keys[0]] = 999
-    _corrupt_journal_is_refused(disk, crash, journal, json.dumps(record).encode())
+    _corrupt_journal_is_refused(disk, crash, journal, _sealed(runs, json.dumps(record).encode()))
     runs.assert_before_or_after("after the journal was repaired")
+
+
+def _moved_outside(value, root, outside, moved):
+    """``value`` with every path of a.txt and of its side files moved to ``outside``
+    (relative paths under the relative ``outside``); the relative names moved go to
+    ``moved``."""
+    if isinstance(value, dict):
+        return {key: _moved_outside(item, root, outside, moved) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_moved_outside(item, root, outside, moved) for item in value]
+    if not isinstance(value, str) or "a.txt" not in os.path.basename(value):
+        return value
+    if os.path.isabs(value):
+        if os.path.dirname(value) != root:
+            return value
+        moved.append(os.path.basename(value))
+        return os.path.join(outside, os.path.basename(value))
+    if "/" in value:
+        return value
+    moved.append(value)
+    return f"{os.path.relpath(outside, root)}/{value}"
 
 
 @clause(
@@ -465,14 +536,19 @@ def test_journal_pointing_outside(disk, crash):
     runs = Runs(disk, crash)
     journal = _mid_publish(runs, disk)
     (disk.outside / "a.txt").write_bytes(b"outside, must survive\n")
-    text = journal.read_text(encoding="utf-8")
-    root = str(disk.root)
-    if root in text:
-        forged = text.replace(root, str(disk.outside))
-    else:
-        forged = text.replace('"a.txt"', '"../outside/a.txt"')
-    assert forged != text, "no path of a.txt found in the journal to forge"
-    _corrupt_journal_is_refused(disk, crash, journal, forged.encode())
+    record = json.loads(journal.read_text(encoding="utf-8"))
+    moved: list[str] = []
+    forged = _moved_outside(record, str(disk.root), str(disk.outside), moved)
+    assert moved, "no path of a.txt found in the journal to forge"
+    # The forged journal is consistent: the side files it names exist outside too, so a
+    # recovery that follows it really renames and deletes there.
+    for name in moved:
+        if name != "a.txt" and disk.exists(name):
+            shutil.copyfile(disk.path(name), disk.outside / name)
+    outside_before = {path.name: path.read_bytes() for path in disk.outside.iterdir()}
+    _corrupt_journal_is_refused(disk, crash, journal, _sealed(runs, json.dumps(forged).encode()))
+    outside_after = {path.name: path.read_bytes() for path in disk.outside.iterdir()}
+    assert outside_after == outside_before, "recovery changed files outside the root"
     assert (disk.outside / "a.txt").read_bytes() == b"outside, must survive\n"
     runs.assert_before_or_after("after the journal was repaired")
 

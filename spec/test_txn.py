@@ -252,6 +252,46 @@ def test_reverified_before_publishing(disk, crash, external):
         )
 
 
+def _save_by_rename(disk, rel, data):
+    """Save ``rel`` as an editor that writes a new file and renames it over the name does:
+    a new inode under the name, the old one left to whatever still links it."""
+    temp = disk.root.parent / f".editor-save-{os.getpid()}"
+    temp.write_bytes(data)
+    os.replace(temp, disk.root / rel)
+
+
+@clause(
+    "TXN-012",
+    MUST,
+    requires={"read", "apply_patch", "stale_detection", "python_fs"},
+    text="The re-verification is as late as it can be and aborts cleanly: a save of a target by "
+    "another writer through a new file renamed over it, at any step before the patch's first "
+    "file is published (after staging and fsync included), fails the patch with STALE; the "
+    "abort removes the stage files and backup links and never restores a backup over the file "
+    "the other writer saved, whose bytes stay, every other file as it was.",
+    rationale="A re-check made before staging leaves the time of staging and fsync open to a "
+    "concurrent save, and an abort that 'rolls back' by restoring the backup link puts the old "
+    "bytes over the save it just detected.",
+)
+def test_late_recheck_keeps_a_save_by_rename(disk, crash):
+    runs = Runs(disk, crash)
+    trace = runs.warm_up()
+    first_publish = publish_index(trace)
+    assert first_publish is not None, f"no rename or link publishes a file: {trace}"
+    saved = b"alpha one\nsaved by an editor that renames\n"
+    expected = expected_names(dict(BEFORE, **{"a.txt": saved}))
+    for step in range(1, first_publish):
+        session = runs.fresh()
+        with (
+            raises_code("STALE"),
+            call_at(step, lambda: _save_by_rename(disk, "a.txt", saved)),
+        ):
+            session.apply_patch(PATCH)
+            raise AssertionError(f"a save by rename before step {step} was not caught")
+        actual = names(disk)
+        assert actual == expected, f"save before step {step}: {describe(actual, expected)}"
+
+
 @clause(
     "TXN-007",
     MUST,

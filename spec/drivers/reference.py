@@ -5,7 +5,14 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from editspec.reference import RecoveryReport, RemoteSession, RemoteWorkspace, Session, Workspace
+from editspec.reference import (
+    RecoveryReport,
+    RemoteSession,
+    RemoteWorkspace,
+    Session,
+    Workspace,
+    seal_journal,
+)
 
 CAPABILITIES: frozenset[str] = frozenset(
     {
@@ -54,6 +61,10 @@ class ReferenceDriver:
 
     def recover(self) -> RecoveryReport:
         return self.workspace.recover()
+
+    def seal_journal(self, data: bytes) -> bytes:
+        """``data`` with the reference journal's checksum recomputed (contract 1.3)."""
+        return seal_journal(data)
 
     def close(self) -> None:
         for remote in self._remote:
