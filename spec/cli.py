@@ -83,7 +83,12 @@ def pytest_arguments(args: argparse.Namespace, json_report: Path) -> list[str]:
         argv += ["-n", args.numprocesses]
     if args.exitfirst:
         argv.append("-x")
-    argv += ["-v"] * args.verbose if args.verbose else ["-q"]
+    if args.verbose:
+        # One line per clause and pytest's tracebacks; the table follows them.
+        argv += ["-v"] * args.verbose + ["--no-header"]
+    else:
+        # Only the table is printed (by ``cmd_check``), and a progress line on a terminal.
+        argv += ["-p", "no:terminal", "--editspec-progress"]
     return argv + list(args.pytest_args)
 
 
@@ -114,6 +119,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         from editspec.spec import report
 
         built = report.load(str(json_report))
+    if not args.verbose:
+        print(report.render_text(built))
+        unknown = built.get("unknown_expectations")
+        if unknown:
+            print("the expectations name clauses the suite does not have: " + ", ".join(unknown))
     for path in args.report:
         print(f"report written to {path}")
     return EXIT_MUST_FAILED if built["summary"]["must_failures"] else EXIT_OK
@@ -265,7 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "-x", dest="exitfirst", action="store_true", help="stop at the first failure"
     )
-    check.add_argument("-v", dest="verbose", action="count", default=0, help="one line per clause")
+    check.add_argument(
+        "-v",
+        dest="verbose",
+        action="count",
+        default=0,
+        help="one line per clause, and each failure's traceback",
+    )
     check.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARGS", help=argparse.SUPPRESS)
     check.set_defaults(handler=cmd_check)
 

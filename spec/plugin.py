@@ -60,6 +60,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="known failures of the implementation (TOML keyed by clause id), applied strictly",
     )
     group.addoption(
+        "--editspec-progress",
+        action="store_true",
+        help="show how many clauses have run on stderr (when it is a terminal)",
+    )
+    group.addoption(
         "--editspec-call-log",
         metavar="DIR",
         help="write each clause's driver calls to DIR/<worker>.jsonl (for the self-check)",
@@ -89,6 +94,11 @@ class EditspecState:
         self.expectations: dict[str, Any] = {}
         self.report_paths: list[str] = list(config.getoption("editspec_report") or [])
         self.call_log_dir: str | None = config.getoption("editspec_call_log")
+        import sys
+
+        self.show_progress = bool(config.getoption("editspec_progress")) and sys.stderr.isatty()
+        self.total = 0
+        self.done = 0
         self._factory: Any = None
         self._info: dict[str, Any] | None = None
         self.phases: dict[str, dict[str, Any]] = {}
@@ -129,6 +139,27 @@ class EditspecState:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         _record_phase(self, report)
+        if report.when == "teardown":
+            self._progress()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.total = max(self.total, len(ids))
+
+    def _progress(self) -> None:
+        import sys
+
+        if not self.show_progress or _is_worker(self.config):
+            return
+        self.done += 1
+        total = max(self.total, self.done)
+        sys.stderr.write(f"\reditspec: {self.done}/{total} clause tests run")
+        if self.done >= total:
+            sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _finish(self)
@@ -139,7 +170,8 @@ class EditspecState:
         from editspec.spec import report
 
         terminalreporter.section("editspec conformance")
-        for line in report.render_text(self.report).splitlines():
+        verbose = self.config.getoption("verbose") > 0
+        for line in report.render_text(self.report, tracebacks=verbose).splitlines():
             terminalreporter.write_line(line)
         unknown = self.report.get("unknown_expectations")
         if unknown:

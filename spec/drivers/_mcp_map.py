@@ -47,6 +47,8 @@ from typing import Any
 
 import attrs
 
+from editspec.spec._assertions import MissingField
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -117,15 +119,19 @@ class MapError(ValueError):
 class NotMapped(Exception):
     """The caller asked for something the server's map has no way to express.
 
-    It carries no error code on purpose: the suite reports it as ERROR with this message.
+    It carries no error code on purpose, and it is the suite's (its map's) failure, not
+    the server's: the report shows it as ERROR with this message.
     """
 
+    suite_error = True
 
-class FieldNotReported(AttributeError, AssertionError):
+
+class FieldNotReported(MissingField):
     """A clause read a result field the server does not report.
 
-    An ``AttributeError`` (so ``hasattr`` and ``getattr(..., default)`` see a missing
-    field) and an ``AssertionError`` (so a clause that needs the field FAILs, naming it).
+    A ``MissingField``: an ``AttributeError`` (so ``hasattr`` and ``getattr(..., default)``
+    see a missing field) and a FAIL of kind ``missing-field``, as a Python driver's result
+    without the attribute is.
     """
 
 

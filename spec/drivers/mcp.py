@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from editspec.spec._assertions import WrongBehaviour
 from editspec.spec.drivers._mcp_map import (
     EDIT_FIELDS,
     OPERATIONS,
@@ -66,8 +67,11 @@ class McpToolError(Exception):
         self.details = details if isinstance(details, dict) else {}
 
 
-class ServerError(Exception):
-    """The server failed outside the contract: it died, broke the protocol, or hung."""
+class ServerError(WrongBehaviour):
+    """The server failed outside the contract: it died, broke the protocol, or hung.
+
+    A FAIL of kind ``wrong-behaviour``: the implementation's failure, not the suite's.
+    """
 
 
 # -- the event loop thread ----------------------------------------------------------------------
