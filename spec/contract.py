@@ -17,7 +17,8 @@ import attrs
 
 CONTRACT_VERSION = "1.3"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
 # and the journal_layout capability; 1.2: grep's deadline= and cancel= (grep_cancel);
-# 1.3: Driver.seal_journal of a driver that declares journal_layout (JournalDriver)
+# 1.3: Driver.seal_journal of a driver that declares journal_layout (JournalDriver), and
+# WriteResult.warnings (DESIGN §2)
 
 # -- capabilities and profiles ---------------------------------------------------
 
@@ -164,6 +165,7 @@ RESULT_FIELDS: Mapping[str, tuple[str, ...]] = {
         "newline",
         "diff",
         "snapshot_created",
+        "warnings",
     ),
     "EditResult": (
         "path",
