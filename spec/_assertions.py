@@ -270,12 +270,12 @@ def is_missing_field(exc: BaseException) -> bool:
 
 
 def _failing_statement(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
-    """The source of the innermost statement of the suite that failed (for a plain assert)."""
+    """The source of the innermost ``assert`` statement that failed (for a plain assert)."""
     try:
         for entry in reversed(excinfo.traceback):
-            path = str(entry.path)
-            if "/spec/" in path.replace("\\", "/"):
-                return str(entry.statement)
+            statement = str(entry.statement).strip()
+            if statement.startswith("assert"):
+                return statement
     except Exception:  # the source may be unavailable (zipimport, generated code)
         return ""
     return ""
