@@ -4,9 +4,10 @@ Run as ``python -m editspec.spec._child JSON`` where JSON names the driver (a
 ``DriverSpec``), the root, the state directory, the session id, the file, the markers
 to insert, and two paths for a start barrier: the child creates ``ready`` once its
 driver is up and starts editing when ``go`` exists, so all children race from the same
-moment. Each marker is inserted before the line ``END`` by one edit, after a full read,
-retried while the implementation answers STALE. Prints a JSON summary:
-``{"applied": [...], "errors": [...]}``.
+moment. Each marker is inserted before the line ``END`` by one edit, retried while the
+implementation answers STALE; a driver that needs a read before a change (it declares
+``read_before_write`` or ``stale_detection``) gets a plain full read before each attempt,
+as preparation. Prints a JSON summary: ``{"applied": [...], "errors": [...]}``.
 """
 
 from __future__ import annotations
@@ -17,18 +18,35 @@ import time
 from pathlib import Path
 from typing import Any
 
+NEEDS_READ = frozenset({"read_before_write", "stale_detection"})
+
 
 def insert_markers(
-    session: Any, path: str, markers: list[str], *, attempts: int = 500
+    session: Any,
+    path: str,
+    markers: list[str],
+    *,
+    attempts: int = 500,
+    capabilities: frozenset[str] | None = None,
 ) -> dict[str, list[str]]:
-    """Insert each marker before END, one edit each; STALE means read again and retry."""
-    from editspec.reference import EditSpec
+    """Insert each marker before END, one edit each; STALE means read again and retry.
 
+    ``capabilities`` (default: the session's ``driver_capabilities``, as the suite's
+    proxy carries them) decide whether each attempt is prepared by a plain read.
+    """
+    from editspec.reference import EditSpec
+    from editspec.spec._calls import setup
+
+    if capabilities is None:
+        capabilities = frozenset(getattr(session, "driver_capabilities", frozenset()))
+    needs_read = bool(NEEDS_READ & capabilities)
     applied: list[str] = []
     errors: list[str] = []
     for marker in markers:
         for _ in range(attempts):
-            session.read(path, max_bytes=1 << 30)
+            if needs_read:
+                with setup():
+                    session.read(path)
             try:
                 session.edit(path, [EditSpec("END", f"{marker}\nEND")])
             except Exception as exc:
@@ -56,7 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         deadline = time.monotonic() + 60
         while not Path(args["go"]).exists() and time.monotonic() < deadline:
             time.sleep(0.005)
-        summary = insert_markers(session, args["path"], list(args["markers"]))
+        summary = insert_markers(
+            session,
+            args["path"],
+            list(args["markers"]),
+            capabilities=frozenset(driver.capabilities),
+        )
     finally:
         driver.close()
     print(json.dumps(summary))

@@ -8,10 +8,34 @@ exists and that a refusal changes nothing is a MUST; the exact default numbers a
 from __future__ import annotations
 
 from editspec.reference import EditSpec
-from editspec.spec import MUST, SHOULD, clause, raises_code
+from editspec.spec import MUST, SHOULD, clause, prepare_change, raises_code, setup
+from editspec.spec.fixtures import sha256
 
 KiB = 1024
 MiB = 1024 * KiB
+
+
+def _prepare_whole(session, path: str, size: int) -> None:
+    """``prepare_change`` for a file above the default read limit: a full read with a
+    ``max_bytes`` of exactly its size, only for a driver that needs a read before a change."""
+    capabilities = getattr(session, "driver_capabilities", frozenset())
+    if {"read_before_write", "stale_detection"} & set(capabilities):
+        with setup():
+            session.read(path, max_bytes=size)
+
+
+def _control_edit(session, disk) -> None:
+    """A positive control: an edit of a small file succeeds in the same session."""
+    disk.write("small.txt", "small = 1\n")
+    prepare_change(session, "small.txt")
+    session.edit("small.txt", [EditSpec("small = 1", "small = 2")])
+    assert disk.read("small.txt") == b"small = 2\n", "control: the edit of a small file"
+
+
+def _control_patch(session, disk) -> None:
+    """A positive control: a small patch applies in the same session."""
+    session.apply_patch(_add_file_patch("control.txt", ["within every limit"]))
+    assert disk.read("control.txt") == b"within every limit\n", "control: a small patch"
 
 
 def _lines_file(size: int) -> str:
@@ -47,6 +71,7 @@ def test_default_read_is_bounded(session, disk):
     assert 0 < len(result.content.encode()) < len(text)
     assert text.startswith(result.content)
     assert result.total_bytes == len(text)
+    assert result.sha256 == sha256(text)
 
 
 @clause(
@@ -83,14 +108,16 @@ def test_explicit_max_bytes_overrides_default(session, disk):
 @clause(
     "LIMIT-004",
     SHOULD,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An edit of a file larger than 10 MiB fails with TOO_LARGE and the file is unchanged.",
     rationale="String matching over huge files is slow and their edits are almost always "
     "mistakes (generated or vendored code).",
 )
 def test_edit_of_huge_file_is_too_large(session, disk):
-    disk.write("huge.txt", _lines_file(10 * MiB + 200))
-    session.read("huge.txt", max_bytes=64 * MiB)
+    _control_edit(session, disk)
+    text = _lines_file(10 * MiB + 200)
+    disk.write("huge.txt", text)
+    _prepare_whole(session, "huge.txt", len(text))
     before = disk.snapshot()
     with raises_code("TOO_LARGE"):
         session.edit("huge.txt", [EditSpec("000000001", "changed")])
@@ -100,14 +127,14 @@ def test_edit_of_huge_file_is_too_large(session, disk):
 @clause(
     "LIMIT-005",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="An edit of a file well below the limits (2 MiB) succeeds.",
     rationale="Limits exist for runaway input; ordinary large source files must still be editable.",
 )
 def test_edit_of_large_file_succeeds(session, disk):
     text = _lines_file(2 * MiB)
     disk.write("large.txt", text)
-    session.read("large.txt", max_bytes=64 * MiB)
+    _prepare_whole(session, "large.txt", len(text))
     session.edit("large.txt", [EditSpec("000012345", "edited!!!")])
     assert disk.read("large.txt") == text.replace("000012345", "edited!!!").encode()
 
@@ -120,6 +147,7 @@ def test_edit_of_large_file_succeeds(session, disk):
     rationale="Parsing and planning cost grows with the patch; the bound is checked first.",
 )
 def test_patch_text_limit(session, disk):
+    _control_patch(session, disk)
     lines = ["y" * 1000] * 1100  # about 1.1 MiB
     before = disk.snapshot()
     with raises_code("TOO_LARGE"):
@@ -135,6 +163,7 @@ def test_patch_text_limit(session, disk):
     rationale="A patch touching hundreds of files is a runaway, not a change to review.",
 )
 def test_patch_file_count_limit(session, disk):
+    _control_patch(session, disk)
     sections = "".join(f"*** Add File: f{i:03d}.txt\n+x\n" for i in range(101))
     before = disk.snapshot()
     with raises_code("TOO_LARGE"):
@@ -158,13 +187,14 @@ def test_patch_file_count_boundary(session, disk):
 @clause(
     "LIMIT-009",
     SHOULD,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A patch with more than 1000 hunks fails with TOO_LARGE and nothing changes.",
     rationale="Hunk matching is the expensive part of planning; its count is bounded.",
 )
 def test_patch_hunk_limit(session, disk):
+    _control_patch(session, disk)
     disk.write("many.txt", "".join(f"line {i}\n" for i in range(1001)))
-    session.read("many.txt")
+    prepare_change(session, "many.txt")
     hunks = "".join(f"@@\n-line {i}\n+LINE {i}\n" for i in range(1001))
     before = disk.snapshot()
     with raises_code("TOO_LARGE"):
@@ -180,6 +210,7 @@ def test_patch_hunk_limit(session, disk):
     rationale="Line count bounds the parser's work independently of the byte size.",
 )
 def test_patch_line_limit(session, disk):
+    _control_patch(session, disk)
     before = disk.snapshot()
     with raises_code("TOO_LARGE"):
         session.apply_patch(_add_file_patch("long.txt", ["x"] * 50_001))
@@ -189,13 +220,15 @@ def test_patch_line_limit(session, disk):
 @clause(
     "LIMIT-011",
     SHOULD,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A patch that updates a file larger than 10 MiB fails with TOO_LARGE and nothing changes.",
     rationale="The per-file limit of Edit applies to the same change made through a patch.",
 )
 def test_patch_of_huge_file(session, disk):
-    disk.write("huge.txt", _lines_file(10 * MiB + 200))
-    session.read("huge.txt", max_bytes=64 * MiB)
+    _control_patch(session, disk)
+    text = _lines_file(10 * MiB + 200)
+    disk.write("huge.txt", text)
+    _prepare_whole(session, "huge.txt", len(text))
     first = _lines_file(200).splitlines()[0]
     before = disk.snapshot()
     with raises_code("TOO_LARGE"):
@@ -208,18 +241,19 @@ def test_patch_of_huge_file(session, disk):
 @clause(
     "LIMIT-012",
     SHOULD,
-    requires={"read", "apply_patch"},
+    requires={"apply_patch"},
     text="A patch whose files together exceed 32 MiB fails with TOO_LARGE and nothing changes.",
     rationale="A transaction stages and backs up every file it touches; its total size bounds "
     "the disk space and time a rollback needs.",
 )
 def test_transaction_size_limit(session, disk):
+    _control_patch(session, disk)
     sections = []
     for index in range(4):
         name = f"part{index}.txt"
         text = _lines_file(9 * MiB)
         disk.write(name, text)
-        session.read(name, max_bytes=64 * MiB)
+        _prepare_whole(session, name, len(text))
         first = text.splitlines()[0]
         sections.append(f"*** Update File: {name}\n@@\n-{first}\n+changed {index}\n")
     before = disk.snapshot()

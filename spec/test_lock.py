@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 
 from editspec.reference import EditSpec
-from editspec.spec import MUST, clause, raises_code, within
+from editspec.spec import MUST, clause, prepare_change, raises_code, run_concurrently, within
 from editspec.spec._child import insert_markers
 
 THREADS = 6
@@ -21,19 +20,9 @@ EDITS_PER_PROCESS = 12
 
 
 def _run_threads(workers: list[Callable[[], None]], *, seconds: float = 120) -> None:
-    """Start all workers together; fail if any is still running after ``seconds``."""
-    start = threading.Barrier(len(workers))
-    threads = [
-        threading.Thread(target=lambda w=w: (start.wait(), w()), daemon=True) for w in workers
-    ]
-    for thread in threads:
-        thread.start()
-
-    def join_all() -> None:
-        for thread in threads:
-            thread.join()
-
-    within(seconds, join_all, what=f"{len(workers)} concurrent workers")
+    """Start all workers together; a worker that dies fails the clause, and so does one
+    still running after ``seconds``."""
+    run_concurrently(*workers, timeout=seconds)
 
 
 def _assert_markers_once(text: str, applied: list[str]) -> None:
@@ -47,7 +36,7 @@ def _assert_markers_once(text: str, applied: list[str]) -> None:
 @clause(
     "LOCK-001",
     MUST,
-    requires={"read", "edit", "stale_detection"},
+    requires={"edit"},
     text="Concurrent edits of one file from many threads and sessions lose no update: each is "
     "applied or rejected as STALE, and the final content holds every applied edit exactly once.",
     rationale="Read-modify-write without a lock around the freshness check and the publish "
@@ -80,6 +69,15 @@ def test_threads_lose_no_edit(driver, disk):
 )
 def test_threads_lose_no_write(driver, disk):
     disk.write("counter.txt", "")
+    first, second = driver.open_session("writer-x"), driver.open_session("writer-y")
+    first.read("counter.txt")
+    first.write("counter.txt", "x0\n")  # unchanged since the read: accepted
+    second.read("counter.txt")
+    second.write("counter.txt", "y\n")
+    with raises_code("STALE"):  # computed from a read older than the other session's write
+        first.write("counter.txt", "x\n")
+    assert disk.read("counter.txt") == b"y\n", "the other session's write was lost"
+    disk.write("counter.txt", "")
     errors: list[str] = []
     applied: list[str] = []
 
@@ -88,7 +86,7 @@ def test_threads_lose_no_write(driver, disk):
         for n in range(EDITS_PER_THREAD):
             marker = f"w{index}-{n}"
             for _ in range(500):
-                current = session.read("counter.txt", max_bytes=1 << 30).content
+                current = session.read("counter.txt").content
                 try:
                     session.write("counter.txt", current + marker + "\n")
                 except Exception as exc:
@@ -111,13 +109,15 @@ def test_threads_lose_no_write(driver, disk):
 @clause(
     "LOCK-003",
     MUST,
-    requires={"read", "edit", "stale_detection"},
+    requires={"edit"},
     text="Concurrent edits of one file from several processes, each with its own instance of the "
     "implementation over the same root and state directory, lose no update.",
     rationale="In-process locks do not stop a second agent process (or a second IDE window) "
     "from racing the first.",
 )
-def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir, editspec_base):
+def test_processes_lose_no_edit(
+    driver, driver_spec, disk, workspace_root, state_dir, editspec_base
+):
     disk.write("shared.txt", "END\n")
     processes = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -148,21 +148,25 @@ def test_processes_lose_no_edit(driver_spec, disk, workspace_root, state_dir, ed
             break
         time.sleep(0.01)
     go.touch()
-    applied: list[str] = []
+    # This process's own instance races the children.
+    parent_markers = [f"parent-{n}" for n in range(EDITS_PER_PROCESS)]
+    parent = insert_markers(driver.open_session("parent"), "shared.txt", parent_markers)
+    assert not parent["errors"], parent["errors"]
+    applied: list[str] = list(parent["applied"])
     for process in processes:
         out, err = process.communicate(timeout=120)
         assert process.returncode == 0, err.decode(errors="replace")[-2000:]
         summary = json.loads(out.decode().strip().splitlines()[-1])
         assert not summary["errors"], summary["errors"]
         applied += summary["applied"]
-    assert len(applied) == PROCESSES * EDITS_PER_PROCESS
+    assert len(applied) == (PROCESSES + 1) * EDITS_PER_PROCESS
     _assert_markers_once(disk.read("shared.txt").decode(), applied)
 
 
 @clause(
     "LOCK-004",
     MUST,
-    requires={"read", "edit", "stale_detection"},
+    requires={"edit"},
     text="Two names of one file (a symlink and its target) share one lock: concurrent edits "
     "through both names lose no update.",
     rationale="Locks keyed by the spelled path let an alias run its read-modify-write beside "
@@ -200,7 +204,7 @@ def _patch(first: str, second: str, who: str, old: int, new: int) -> str:
 @clause(
     "LOCK-005",
     MUST,
-    requires={"read", "apply_patch", "stale_detection"},
+    requires={"apply_patch"},
     text="Multi-file patches that name the same files in opposite orders, applied concurrently, "
     "neither deadlock nor lose an update.",
     rationale="Taking per-file locks in the order a patch lists them deadlocks two patches that "
@@ -216,8 +220,7 @@ def test_opposite_order_patches_do_not_deadlock(driver, disk):
         session = driver.open_session(f"patcher-{who}")
         for n in range(rounds):
             for _ in range(500):
-                session.read(first)
-                session.read(second)
+                prepare_change(session, first, second)
                 try:
                     session.apply_patch(_patch(first, second, who, n, n + 1))
                 except Exception as exc:
@@ -269,12 +272,19 @@ def test_concurrent_creates(driver, disk):
         losers = {outcome for outcome in outcomes.values() if outcome != "ok"}
         assert losers <= {"NOT_READ", "STALE", "ALREADY_EXISTS"}, outcomes
         assert disk.read(name) == f"written by {winners[0]}\n".encode()
+    # A late creator, which has not read the file the winner made, is refused the same way.
+    late = driver.open_session("late-creator")
+    late.write("own.txt", "a new file needs no read\n")
+    assert disk.read("own.txt") == b"a new file needs no read\n"
+    with raises_code("NOT_READ"):
+        late.write("new-0.txt", "written late\n")
+    assert disk.read("new-0.txt").startswith(b"written by ")
 
 
 @clause(
     "LOCK-007",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Concurrent edits of different files do not interfere: every one succeeds.",
     rationale="A workspace-wide lock or a shared record turns independent work into spurious "
     "STALE errors.",
@@ -300,27 +310,51 @@ def test_different_files_do_not_interfere(driver, disk):
 @clause(
     "LOCK-008",
     MUST,
-    requires={"read", "edit"},
-    text="A failed operation releases its locks: after an edit fails (NO_MATCH, STALE), another "
+    requires={"edit"},
+    text="A failed operation releases its locks: after an edit fails with NO_MATCH, another "
     "session edits the same file promptly.",
     rationale="A lock leaked on an error path blocks the file until the process dies.",
 )
-def test_failure_releases_the_lock(session, other_session, disk, external):
+def test_failure_releases_the_lock(session, other_session, disk):
     disk.write("a.txt", "one\n")
-    session.read("a.txt")
+    prepare_change(session, "a.txt")
+    session.edit("a.txt", [EditSpec("one", "two")])
+    assert disk.read("a.txt") == b"two\n"
     before = disk.snapshot()
     with raises_code("NO_MATCH"):
         session.edit("a.txt", [EditSpec("absent", "x")])
     disk.assert_unchanged(before)
-    external.write("a.txt", "two\n")
+
+    def other_edits() -> None:
+        prepare_change(other_session, "a.txt")
+        other_session.edit("a.txt", [EditSpec("two", "2")])
+
+    within(10, other_edits, what="an edit after a failed one")
+    assert disk.read("a.txt") == b"2\n"
+
+
+@clause(
+    "LOCK-009",
+    MUST,
+    requires={"read", "edit", "stale_detection"},
+    text="A stale refusal releases its locks: after an edit fails with STALE, another session "
+    "edits the same file promptly.",
+    rationale="The freshness check runs with the file locked; a refusal that returns early "
+    "without unlocking blocks every later writer.",
+)
+def test_stale_refusal_releases_the_lock(session, other_session, disk, external):
+    disk.write("a.txt", "one\n")
+    session.read("a.txt")
+    session.edit("a.txt", [EditSpec("one", "two")])
+    external.write("a.txt", "three\n")
     before = disk.snapshot()
     with raises_code("STALE"):
-        session.edit("a.txt", [EditSpec("one", "1")])
+        session.edit("a.txt", [EditSpec("three", "3")])
     disk.assert_unchanged(before)
 
     def other_edits() -> None:
         other_session.read("a.txt")
-        other_session.edit("a.txt", [EditSpec("two", "2")])
+        other_session.edit("a.txt", [EditSpec("three", "3")])
 
-    within(10, other_edits, what="an edit after failed ones")
-    assert disk.read("a.txt") == b"2\n"
+    within(10, other_edits, what="an edit after a stale refusal")
+    assert disk.read("a.txt") == b"3\n"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -11,21 +12,114 @@ from editspec.reference import EditSpec
 from editspec.spec import (
     MUST,
     SHOULD,
+    Unsafe,
+    WrongBehaviour,
     call_at,
     clause,
     count_mutations,
+    prepare_change,
     raises_any_code,
     raises_code,
     within,
 )
+from editspec.spec.fixtures import Snapshot, _differences
 
 SECRET = b"TOP SECRET: outside the workspace\n"
+INSIDE = "inside the root\n"
 
 
 def _secret(alias):
     path = alias.outside / "secret.txt"
     path.write_bytes(SECRET)
     return path
+
+
+# -- positive controls: the same kind of call succeeding inside the root --------------------
+#
+# A clause that expects OUTSIDE_WORKSPACE first reads or writes an inside file through a path
+# of the same shape (relative or absolute, same depth), so a tool that refuses everything (a
+# server started in another directory, an unmapped tool, a dead session) fails the control
+# instead of passing the clause.
+
+
+def _control_read(session, disk, path: str, rel: str | None = None) -> None:
+    """Reading ``path`` (naming the inside file ``rel``) returns that file's bytes."""
+    rel = rel if rel is not None else path
+    disk.write(rel, INSIDE)
+    assert session.read(path).content == INSIDE, f"control: read({path!r}) of an inside file"
+
+
+def _control_write(session, disk, path: str, rel: str | None = None) -> None:
+    """Writing ``path`` (naming ``rel`` inside the root) puts the bytes at ``rel``."""
+    rel = rel if rel is not None else path
+    payload = f"control write of {path}\n"
+    session.write(path, payload)
+    assert disk.read(rel) == payload.encode(), f"control: write({path!r}) of an inside file"
+
+
+def _control_edit(session, disk, path: str, rel: str | None = None) -> None:
+    """Editing ``path`` (naming the inside file ``rel``) changes that file."""
+    rel = rel if rel is not None else path
+    disk.write(rel, "TOP SECRET inside\n")
+    prepare_change(session, path)
+    session.edit(path, [EditSpec("TOP SECRET", "public")])
+    assert disk.read(rel) == b"public inside\n", f"control: edit({path!r}) of an inside file"
+
+
+# -- refusals: a safe refusal with another code is wrong-code; only an escape is unsafe ----
+
+
+def _part(disk, snapshot: Snapshot, *, inside: bool) -> Snapshot:
+    """The names of ``snapshot`` inside the root, or those next to it (outside)."""
+    root = os.path.relpath(disk.root, disk.base).replace(os.sep, "/")
+    return Snapshot(
+        {
+            rel: entry
+            for rel, entry in snapshot.entries.items()
+            if (rel == root or rel.startswith(root + "/")) == inside
+        }
+    )
+
+
+def _outside(disk) -> Snapshot:
+    """Every name next to the root (the clause's base, minus the root and the state dir)."""
+    return _part(disk, disk.snapshot(), inside=False)
+
+
+@contextmanager
+def _refused(disk, what: str, code: str = "OUTSIDE_WORKSPACE") -> Iterator[None]:
+    """The block's call must fail with ``code``.
+
+    Another code (or none) is a safe refusal: wrong-code. A success is unsafe when the
+    disk outside the root changed or the call was a read (it returned bytes that only
+    exist outside); a write that succeeded without reaching outside is wrong-behaviour.
+    """
+    before = _outside(disk)
+    try:
+        with raises_code(code):
+            yield
+    except Unsafe:
+        changes = _differences(before, _outside(disk))
+        if changes:
+            raise Unsafe(
+                f"{what} succeeded and changed the disk outside the root: " + "; ".join(changes)
+            ) from None
+        if what.startswith("read("):
+            raise Unsafe(f"{what} succeeded: it returned bytes from outside the root") from None
+        raise WrongBehaviour(
+            f"{what} succeeded instead of failing with {code} (nothing outside the root changed)"
+        ) from None
+
+
+def _assert_no_escape(disk, before: Snapshot) -> None:
+    """Nothing changed: a change outside the root is unsafe, one inside it wrong-behaviour."""
+    after = disk.snapshot()
+    outside = _differences(_part(disk, before, inside=False), _part(disk, after, inside=False))
+    inside = _differences(_part(disk, before, inside=True), _part(disk, after, inside=True))
+    if outside:
+        raise Unsafe("the disk outside the root changed:\n  " + "\n  ".join(outside))
+    if inside:
+        raise WrongBehaviour("a refused call changed the root:\n  " + "\n  ".join(inside))
 
 
 def _fails_cleanly(action: Callable[[], object], what: str) -> None:
@@ -90,11 +184,13 @@ _DOTDOT_ESCAPES = (
 def test_dotdot_escape_on_read(session, disk, alias):
     _secret(alias)
     disk.mkdir("sub")
+    _control_read(session, disk, "sub/../a.txt", "a.txt")
+    _control_read(session, disk, "./sub/../b.txt", "b.txt")
     before = disk.snapshot()
     for path in _DOTDOT_ESCAPES:
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"read({path!r})"):
             session.read(path)
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -109,11 +205,13 @@ def test_dotdot_escape_on_read(session, disk, alias):
 def test_dotdot_escape_on_write(session, disk, alias):
     _secret(alias)
     disk.mkdir("sub")
+    _control_write(session, disk, "sub/../made.txt", "made.txt")
+    _control_write(session, disk, "./sub/made.txt", "sub/made.txt")
     before = disk.snapshot()
     for path in (*_DOTDOT_ESCAPES, "../outside/new.txt", "../planted.txt"):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"write({path!r})"):
             session.write(path, "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -126,13 +224,17 @@ def test_dotdot_escape_on_write(session, disk, alias):
 )
 def test_escape_on_edit(session, disk, alias):
     secret = _secret(alias)
+    disk.mkdir("sub")
+    _control_edit(session, disk, "sub/../inside.txt", "inside.txt")
+    _control_edit(session, disk, str(disk.root / "sub" / "inside.txt"), "sub/inside.txt")
     before = disk.snapshot()
     for path in ("../outside/secret.txt", str(secret)):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"edit({path!r})"):
             session.edit(path, [EditSpec("TOP SECRET", "public")])
-        with raises_code("OUTSIDE_WORKSPACE"):
-            session.edit(path.replace("secret", "created"), [EditSpec("", "new file\n")])
-    disk.assert_unchanged(before)
+        created = path.replace("secret", "created")
+        with _refused(disk, f"edit({created!r})"):
+            session.edit(created, [EditSpec("", "new file\n")])
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -144,11 +246,12 @@ def test_escape_on_edit(session, disk, alias):
 )
 def test_absolute_outside_on_read(session, disk, alias):
     secret = _secret(alias)
+    _control_read(session, disk, str(disk.root / "a.txt"), "a.txt")
     before = disk.snapshot()
     for path in (str(secret), "/etc/passwd"):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"read({path!r})"):
             session.read(path)
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -161,11 +264,12 @@ def test_absolute_outside_on_read(session, disk, alias):
 )
 def test_absolute_outside_on_write(session, disk, alias):
     secret = _secret(alias)
+    _control_write(session, disk, str(disk.root / "made.txt"), "made.txt")
     before = disk.snapshot()
     for path in (str(secret), str(alias.outside / "new.txt")):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"write({path!r})"):
             session.write(path, "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -181,18 +285,23 @@ def test_prefix_sibling_is_outside(session, disk):
     sibling = disk.root.parent / (disk.root.name + "_evil")
     sibling.mkdir()
     (sibling / "secret.txt").write_bytes(SECRET)
+    disk.mkdir("sub")
+    for path, rel in ((str(disk.root / "a.txt"), "a.txt"), ("sub/../b.txt", "b.txt")):
+        _control_read(session, disk, path, rel)
+        prepare_change(session, path)
+        _control_write(session, disk, path, rel)
     before = disk.snapshot()
     for path in (
         str(sibling / "secret.txt"),
         f"../{sibling.name}/secret.txt",
     ):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"read({path!r})"):
             session.read(path)
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"write({path!r})"):
             session.write(path, "pwned\n")
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write(<sibling>/new.txt)"):
         session.write(str(sibling / "new.txt"), "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -208,11 +317,12 @@ def test_symlink_to_outside_file_on_read(session, disk, alias):
     secret = _secret(alias)
     alias.symlink("innocent.txt", secret)
     alias.symlink("relative.txt", "../outside/secret.txt")
+    _control_read(session, disk, "plain.txt")
     before = disk.snapshot()
     for path in ("innocent.txt", "relative.txt"):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"read({path!r})"):
             session.read(path)
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -226,10 +336,11 @@ def test_symlink_to_outside_file_on_read(session, disk, alias):
 def test_symlink_to_outside_file_on_write(session, disk, alias):
     secret = _secret(alias)
     alias.symlink("innocent.txt", secret)
+    _control_write(session, disk, "plain.txt")
     before = disk.snapshot()
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('innocent.txt')"):
         session.write("innocent.txt", "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
     assert disk.is_symlink("innocent.txt")
 
 
@@ -244,10 +355,11 @@ def test_symlink_to_outside_file_on_write(session, disk, alias):
 def test_symlink_to_outside_file_on_edit(session, disk, alias):
     secret = _secret(alias)
     alias.symlink("innocent.txt", secret)
+    _control_edit(session, disk, "plain.txt")
     before = disk.snapshot()
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "edit('innocent.txt')"):
         session.edit("innocent.txt", [EditSpec("TOP SECRET", "public")])
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -261,14 +373,18 @@ def test_symlink_to_outside_file_on_edit(session, disk, alias):
 def test_symlinked_directory_to_outside(session, disk, alias):
     _secret(alias)
     alias.symlink("vendor", alias.outside)
+    _control_read(session, disk, "lib/inside.txt")
+    prepare_change(session, "lib/inside.txt")
+    _control_write(session, disk, "lib/inside.txt")
+    _control_write(session, disk, "lib/new.txt")
     before = disk.snapshot()
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "read('vendor/secret.txt')"):
         session.read("vendor/secret.txt")
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('vendor/secret.txt')"):
         session.write("vendor/secret.txt", "pwned\n")
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('vendor/new.txt')"):
         session.write("vendor/new.txt", "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -283,15 +399,20 @@ def test_symlink_at_depth(session, disk, alias):
     disk.mkdir("a/b/c")
     alias.symlink("a/b/c/link", alias.outside)
     alias.symlink("a/b/c/file-link.txt", alias.outside / "secret.txt")
+    for path in ("a/b/c/real/inside.txt", "a/b/c/plain.txt"):
+        _control_read(session, disk, path)
+        prepare_change(session, path)
+        _control_write(session, disk, path)
+    _control_write(session, disk, "a/b/c/real/new.txt")
     before = disk.snapshot()
     for path in ("a/b/c/link/secret.txt", "a/b/c/file-link.txt"):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"read({path!r})"):
             session.read(path)
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"write({path!r})"):
             session.write(path, "pwned\n")
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('a/b/c/link/new.txt')"):
         session.write("a/b/c/link/new.txt", "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -305,10 +426,11 @@ def test_symlink_at_depth(session, disk, alias):
 )
 def test_dangling_symlink_to_outside(session, disk, alias):
     alias.symlink("config.txt", alias.outside / "planted.txt")
+    _control_write(session, disk, "plain.txt")
     before = disk.snapshot()
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('config.txt')"):
         session.write("config.txt", "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
     assert not (alias.outside / "planted.txt").exists()
 
 
@@ -323,11 +445,14 @@ def test_dangling_symlink_to_outside(session, disk, alias):
 )
 def test_dangling_directory_symlink_to_outside(session, disk, alias):
     alias.symlink("build", alias.outside / "not-yet")
+    disk.mkdir("real/deeper")
+    for path in ("real/out.txt", "real/deeper/out.txt"):
+        _control_write(session, disk, path)
     before = disk.snapshot()
     for path in ("build/out.txt", "build/deeper/out.txt"):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"write({path!r})"):
             session.write(path, "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
     assert not (alias.outside / "not-yet").exists()
 
 
@@ -342,10 +467,12 @@ def test_dangling_directory_symlink_to_outside(session, disk, alias):
 )
 def test_missing_parents_below_outside_link(session, disk, alias):
     alias.symlink("vendor", alias.outside)
+    disk.mkdir("lib/new/dir")
+    _control_write(session, disk, "lib/new/dir/file.txt")
     before = disk.snapshot()
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('vendor/new/dir/file.txt')"):
         session.write("vendor/new/dir/file.txt", "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -360,12 +487,15 @@ def test_symlink_chain_to_outside(session, disk, alias):
     secret = _secret(alias)
     alias.symlink("hop2.txt", secret)
     alias.symlink("hop1.txt", "hop2.txt")
+    _control_read(session, disk, "plain.txt")
+    prepare_change(session, "plain.txt")
+    _control_write(session, disk, "plain.txt")
     before = disk.snapshot()
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "read('hop1.txt')"):
         session.read("hop1.txt")
-    with raises_code("OUTSIDE_WORKSPACE"):
+    with _refused(disk, "write('hop1.txt')"):
         session.write("hop1.txt", "pwned\n")
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(
@@ -381,6 +511,8 @@ def test_symlink_loop_fails_cleanly(session, disk, alias):
     alias.symlink("loop1", "loop2")
     alias.symlink("loop2", "loop1")
     alias.symlink("self", "self")
+    _control_read(session, disk, "plain.txt")
+    _control_write(session, disk, "new.txt")
     before = disk.snapshot()
     for path in ("loop1", "self", "self/inner.txt", "loop2/x/y.txt"):
         _fails_cleanly(lambda p=path: session.read(p), f"read({path!r})")
@@ -397,7 +529,8 @@ def test_symlink_loop_fails_cleanly(session, disk, alias):
     "'a.txt'.",
 )
 def test_nul_byte_is_invalid(session, disk):
-    disk.write("a.txt", "x\n")
+    _control_read(session, disk, "a.txt")
+    _control_write(session, disk, "b.txt")
     before = disk.snapshot()
     for path in ("a.txt\0.png", "\0", "sub\0/b.txt"):
         with raises_code("INVALID_ARGUMENT"):
@@ -444,7 +577,7 @@ def test_internal_symlink_reads_target(session, disk, alias):
 @clause(
     "PATH-022",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="Writing to a symlink inside the root that points to a file inside the root writes the "
     "target and keeps the link a link.",
     rationale="Renaming a temp file over the link replaces the link with a regular file and "
@@ -453,7 +586,7 @@ def test_internal_symlink_reads_target(session, disk, alias):
 def test_write_through_internal_symlink(session, disk, alias):
     disk.write("real.txt", "old\n")
     alias.symlink("link.txt", "real.txt")
-    session.read("link.txt")
+    prepare_change(session, "link.txt")
     session.write("link.txt", "new\n")
     assert disk.is_symlink("link.txt")
     assert os.readlink(disk.path("link.txt")) == "real.txt"
@@ -464,14 +597,14 @@ def test_write_through_internal_symlink(session, disk, alias):
 @clause(
     "PATH-023",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="Editing through a symlink inside the root edits the target and keeps the link a link.",
     rationale="Edit publishes by rename like Write and can break links the same way.",
 )
 def test_edit_through_internal_symlink(session, disk, alias):
     disk.write("real.py", "x = 1\n")
     alias.symlink("link.py", "real.py")
-    session.read("link.py")
+    prepare_change(session, "link.py")
     session.edit("link.py", [EditSpec("x = 1", "x = 2")])
     assert disk.is_symlink("link.py")
     assert disk.read("real.py") == b"x = 2\n"
@@ -490,6 +623,11 @@ def test_edit_through_internal_symlink(session, disk, alias):
 def test_aliases_share_the_read_record(session, disk, alias):
     disk.write("real.txt", "v1\n")
     alias.symlink("link.txt", "real.txt")
+    session.write("created.txt", "a new file needs no read\n")
+    assert disk.read("created.txt") == b"a new file needs no read\n"
+    with raises_code("NOT_READ"):  # the record is what authorizes: none yet under any name
+        session.write("link.txt", "v0\n")
+    assert disk.read("real.txt") == b"v1\n"
     session.read("link.txt")
     session.write("real.txt", "v2\n")
     assert disk.read("real.txt") == b"v2\n"
@@ -510,6 +648,9 @@ def test_aliases_share_the_read_record(session, disk, alias):
 def test_alias_does_not_bypass_staleness(session, disk, alias, external):
     disk.write("real.txt", "v1\n")
     alias.symlink("link.txt", "real.txt")
+    disk.write("other.txt", "v1\n")
+    session.read("other.txt")
+    session.write("other.txt", "unchanged since the read: accepted\n")
     session.read("real.txt")
     external.write("real.txt", "edited elsewhere\n")
     before = disk.snapshot()
@@ -521,7 +662,7 @@ def test_alias_does_not_bypass_staleness(session, disk, alias, external):
 @clause(
     "PATH-026",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="Hard links are distinct paths: replacing one rewrites only the named link, and the "
     "other link keeps the old bytes.",
     rationale="Atomic replace gives the named link a new inode; pretending otherwise leads "
@@ -530,7 +671,7 @@ def test_alias_does_not_bypass_staleness(session, disk, alias, external):
 def test_hard_link_replace_rewrites_only_named_link(session, disk, alias):
     disk.write("a.txt", "shared\n")
     alias.hardlink("b.txt", "a.txt")
-    session.read("a.txt")
+    prepare_change(session, "a.txt")
     session.write("a.txt", "only a\n")
     assert disk.read("a.txt") == b"only a\n"
     assert disk.read("b.txt") == b"shared\n"
@@ -539,14 +680,14 @@ def test_hard_link_replace_rewrites_only_named_link(session, disk, alias):
 @clause(
     "PATH-027",
     SHOULD,
-    requires={"read", "write"},
+    requires={"write"},
     text="Replacing a file that has other hard links succeeds with a warning in the result.",
     rationale="The agent should learn that the other names of the file keep the old content.",
 )
 def test_hard_link_replace_warns(session, disk, alias):
     disk.write("a.txt", "shared\n")
     alias.hardlink("b.txt", "a.txt")
-    session.read("a.txt")
+    prepare_change(session, "a.txt")
     result = session.write("a.txt", "only a\n")
     assert tuple(getattr(result, "warnings", ())), "no warning about the other hard link"
 
@@ -569,15 +710,17 @@ def test_reported_path_is_root_relative(session, disk):
 @clause(
     "PATH-029",
     SHOULD,
-    requires={"read", "write", "confinement", "python_fs"},
+    requires={"write", "confinement", "python_fs"},
     text="A directory swapped for a symlink to the outside between the path check and the write "
-    "does not redirect the write: nothing outside changes, at whatever step the swap happens.",
+    "does not redirect the write: nothing outside changes, at whatever step the swap happens, "
+    "even when the outside file holds the same bytes as the inside one.",
     rationale="Check-then-use on path strings is a TOCTOU hole; walking with dir_fd and "
-    "O_NOFOLLOW closes it.",
+    "O_NOFOLLOW closes it. A decoy with the inside file's bytes passes any content "
+    "re-verification, so only the walk itself can stop the escape.",
 )
 def test_directory_swap_does_not_redirect_write(session, disk, alias):
     disk.write("probe/target.txt", "old\n")
-    session.read("probe/target.txt")
+    prepare_change(session, "probe/target.txt")
     with count_mutations() as clean:
         session.write("probe/target.txt", "new\n")
     assert clean.mutations > 0, "the write made no mutating os call"
@@ -586,8 +729,9 @@ def test_directory_swap_does_not_redirect_write(session, disk, alias):
         disk.write(f"{directory}/target.txt", "old\n")
         decoy = alias.outside / directory
         decoy.mkdir()
-        (decoy / "target.txt").write_bytes(SECRET)
-        session.read(f"{directory}/target.txt")
+        # The same bytes as the inside file: a stale check cannot tell them apart.
+        (decoy / "target.txt").write_bytes(b"old\n")
+        prepare_change(session, f"{directory}/target.txt")
         outside_before = _outside_entries(disk)
 
         def swap(d: str = directory) -> None:
@@ -635,11 +779,14 @@ def test_internal_directory_link_is_usable(session, disk, alias):
 )
 def test_outside_denial_does_not_depend_on_existence(session, disk, alias):
     _secret(alias)
+    disk.mkdir("sub")
+    _control_read(session, disk, "sub/../a.txt", "a.txt")
+    _control_read(session, disk, str(disk.root / "b.txt"), "b.txt")
     before = disk.snapshot()
     for path in ("../outside/missing.txt", str(alias.outside / "missing.txt"), "../../nowhere"):
-        with raises_code("OUTSIDE_WORKSPACE"):
+        with _refused(disk, f"read({path!r})"):
             session.read(path)
-    disk.assert_unchanged(before)
+    _assert_no_escape(disk, before)
 
 
 @clause(

@@ -328,6 +328,10 @@ def test_empty_file(session, disk):
     rationale="A distinct code lets the agent decide to create the file instead of retrying.",
 )
 def test_missing_file_is_not_found(session, disk):
+    disk.write("present.txt", FIVE_LINES)
+    disk.write("no/such/present.txt", FIVE_LINES)
+    for path in ("present.txt", "no/such/present.txt"):  # the control: existing files read
+        assert session.read(path).content == FIVE_LINES, f"control: read({path!r})"
     before = disk.snapshot()
     with raises_code("NOT_FOUND"):
         session.read("missing.txt")
@@ -345,6 +349,7 @@ def test_missing_file_is_not_found(session, disk):
 )
 def test_directory_is_not_readable(session, disk):
     disk.write("pkg/mod.py", "x = 1\n")
+    assert session.read("pkg/mod.py").content == "x = 1\n", "control: a file in the directory"
     before = disk.snapshot()
     with raises_code("IS_A_DIRECTORY"):
         session.read("pkg")
@@ -399,6 +404,10 @@ def test_read_changes_nothing(session, disk):
 )
 def test_invalid_ranges_are_rejected(session, disk):
     disk.write("a.txt", FIVE_LINES)
+    # The control: the nearest sensible ranges are served.
+    assert session.read("a.txt", start_line=1, end_line=1).content == "line 1\n"
+    assert session.read("a.txt", start_line=2, end_line=2).content == "line 2\n"
+    assert session.read("a.txt", start_byte=0, max_bytes=4).content == "line"
     before = disk.snapshot()
     for kwargs in (
         {"start_line": 0},

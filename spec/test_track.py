@@ -5,10 +5,37 @@ from __future__ import annotations
 import os
 
 from editspec.reference import EditSpec
-from editspec.spec import MUST, SHOULD, call_at, clause, count_mutations, raises_code
+from editspec.spec import (
+    MUST,
+    SHOULD,
+    call_at,
+    clause,
+    count_mutations,
+    prepare_change,
+    raises_code,
+)
 from editspec.spec.fixtures import sha256
 
 ORIGINAL = "value = 1\nother = 2\n"
+
+
+# Positive controls: before a refusal, the same kind of call by the same session succeeds
+# where it must (a file read in full and unchanged since), so a tool that refuses every
+# write (another working directory, a dead session) fails the control, not the clause.
+
+
+def _control_write(session, disk, name: str = "control.py") -> None:
+    disk.write(name, ORIGINAL)
+    session.read(name)
+    session.write(name, "value = 3\n")
+    assert disk.read(name) == b"value = 3\n", f"control: the write of {name} did not land"
+
+
+def _control_edit(session, disk, name: str = "control.py") -> None:
+    disk.write(name, ORIGINAL)
+    session.read(name)
+    session.edit(name, [EditSpec("value = 1", "value = 2")])
+    assert disk.read(name) == ORIGINAL.replace("1", "2").encode(), f"control: edit of {name}"
 
 
 @clause(
@@ -21,6 +48,7 @@ ORIGINAL = "value = 1\nother = 2\n"
     "(rsync, git checkout, archive extraction); only the content hash is reliable.",
 )
 def test_same_size_same_mtime_change_is_stale(session, disk, external):
+    _control_write(session, disk)
     disk.write("a.py", ORIGINAL)
     session.read("a.py")
     external.modify_same_size_same_mtime("a.py", ORIGINAL.replace("1", "9"))
@@ -33,14 +61,14 @@ def test_same_size_same_mtime_change_is_stale(session, disk, external):
 @clause(
     "TRACK-002",
     MUST,
-    requires={"read", "write", "stale_detection"},
+    requires={"write"},
     text="A touch that changes only the modification time is not a change: the write succeeds.",
     rationale="Builds, editors and git touch files constantly; an mtime-based check refuses "
     "every write after a build and trains agents to re-read blindly.",
 )
 def test_touch_is_not_stale(session, disk, external):
     disk.write("a.py", ORIGINAL)
-    session.read("a.py")
+    prepare_change(session, "a.py")
     external.touch("a.py")
     session.write("a.py", "value = 3\n")
     assert disk.read("a.py") == b"value = 3\n"
@@ -56,6 +84,7 @@ def test_touch_is_not_stale(session, disk, external):
     "lets one agent overwrite what only the other has seen.",
 )
 def test_other_sessions_read_does_not_authorize(session, other_session, disk):
+    _control_write(session, disk)
     disk.write("a.py", ORIGINAL)
     other_session.read("a.py")
     before = disk.snapshot()
@@ -67,14 +96,14 @@ def test_other_sessions_read_does_not_authorize(session, other_session, disk):
 @clause(
     "TRACK-004",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="After a successful write the session's record holds the new hash: it may write the "
     "file again without re-reading it.",
     rationale="Forcing a re-read after every own write doubles the traffic of every edit loop.",
 )
 def test_own_write_updates_the_record(session, disk):
     disk.write("a.py", ORIGINAL)
-    session.read("a.py")
+    prepare_change(session, "a.py")
     session.write("a.py", "value = 3\n")
     session.write("a.py", "value = 4\n")
     assert disk.read("a.py") == b"value = 4\n"
@@ -83,14 +112,14 @@ def test_own_write_updates_the_record(session, disk):
 @clause(
     "TRACK-005",
     MUST,
-    requires={"read", "edit"},
+    requires={"edit"},
     text="After a successful edit the session may edit the file again without re-reading it.",
     rationale="Agents make several edits in a row; each one's result is the next one's "
     "starting point.",
 )
 def test_own_edit_updates_the_record(session, disk):
     disk.write("a.py", ORIGINAL)
-    session.read("a.py")
+    prepare_change(session, "a.py")
     session.edit("a.py", [EditSpec("value = 1", "value = 2")])
     session.edit("a.py", [EditSpec("value = 2", "value = 3")])
     assert disk.read("a.py") == ORIGINAL.replace("1", "3").encode()
@@ -112,13 +141,13 @@ def test_created_file_can_be_edited(session, disk):
 @clause(
     "TRACK-007",
     MUST,
-    requires={"read", "write", "stale_detection"},
+    requires={"write", "stale_detection"},
     text="After the session's own write, an external change makes the next write STALE.",
     rationale="Updating the record after a write must not turn it into a permanent licence.",
 )
 def test_external_change_after_own_write_is_stale(session, disk, external):
     disk.write("a.py", ORIGINAL)
-    session.read("a.py")
+    prepare_change(session, "a.py")
     session.write("a.py", "value = 3\n")
     external.write("a.py", "value = 100\n")
     before = disk.snapshot()
@@ -136,6 +165,7 @@ def test_external_change_after_own_write_is_stale(session, disk, external):
     rationale="An edit computed against old content and applied to new content corrupts it.",
 )
 def test_edit_of_changed_file_is_stale(session, disk, external):
+    _control_edit(session, disk)
     disk.write("a.py", ORIGINAL)
     session.read("a.py")
     external.write("a.py", ORIGINAL + "added = 3\n")
@@ -153,6 +183,7 @@ def test_edit_of_changed_file_is_stale(session, disk, external):
     rationale="Two agents in one workspace are each other's external writers.",
 )
 def test_other_sessions_write_makes_stale(session, other_session, disk):
+    _control_write(session, disk)
     disk.write("a.py", ORIGINAL)
     session.read("a.py")
     other_session.read("a.py")
@@ -166,12 +197,13 @@ def test_other_sessions_write_makes_stale(session, other_session, disk):
 @clause(
     "TRACK-010",
     MUST,
-    requires={"edit", "read_before_write"},
+    requires={"read", "edit", "read_before_write"},
     text="An edit of an existing file the session has not read fails with NOT_READ.",
     rationale="An old_string guessed without reading may match, and the edit then lands "
     "somewhere the agent never saw.",
 )
 def test_edit_without_read_is_not_read(session, disk):
+    _control_edit(session, disk)
     disk.write("a.py", ORIGINAL)
     before = disk.snapshot()
     with raises_code("NOT_READ"):
@@ -187,6 +219,7 @@ def test_edit_without_read_is_not_read(session, disk):
     rationale="The edit may match outside the lines the agent saw.",
 )
 def test_partial_read_does_not_authorize_edit(session, disk):
+    _control_edit(session, disk)
     disk.write("a.py", "".join(f"line{i} = {i}\n" for i in range(1, 41)))
     session.read("a.py", start_line=1, end_line=10)
     before = disk.snapshot()
@@ -203,6 +236,7 @@ def test_partial_read_does_not_authorize_edit(session, disk):
     rationale="A truncated read is the silent case of a partial one.",
 )
 def test_truncated_read_is_partial(session, disk):
+    _control_write(session, disk)
     disk.write("a.txt", "x" * 5000)
     result = session.read("a.txt", max_bytes=100)
     assert result.truncated is True
@@ -230,13 +264,13 @@ def test_partial_read_after_full_read_keeps_authorization(session, disk):
 @clause(
     "TRACK-014",
     MUST,
-    requires={"read", "write", "stale_detection"},
+    requires={"write"},
     text="A file changed and then changed back to the bytes the session read is not stale.",
     rationale="The content hash, not the history of the file, decides freshness.",
 )
 def test_change_and_revert_is_not_stale(session, disk, external):
     disk.write("a.py", ORIGINAL)
-    session.read("a.py")
+    prepare_change(session, "a.py")
     external.write("a.py", "something else entirely\n")
     external.write("a.py", ORIGINAL)
     session.write("a.py", "value = 3\n")
@@ -252,6 +286,7 @@ def test_change_and_revert_is_not_stale(session, disk, external):
     "overwrites through.",
 )
 def test_reading_one_file_does_not_authorize_another(session, disk):
+    _control_write(session, disk)
     disk.write("a.py", ORIGINAL)
     disk.write("b.py", ORIGINAL)
     session.read("a.py")
@@ -270,6 +305,7 @@ def test_reading_one_file_does_not_authorize_another(session, disk):
     "look like 'same file'.",
 )
 def test_recreated_file_is_stale(session, disk, external):
+    _control_write(session, disk)
     disk.write("a.py", ORIGINAL)
     session.read("a.py")
     external.delete("a.py")
@@ -290,12 +326,13 @@ def test_recreated_file_is_stale(session, disk, external):
 )
 def test_expected_sha256_on_edit(session, disk):
     disk.write("a.py", ORIGINAL)
+    session.edit("a.py", [EditSpec("value = 1", "value = 2")], expected_sha256=sha256(ORIGINAL))
+    changed = ORIGINAL.replace("value = 1", "value = 2")
+    assert disk.read("a.py") == changed.encode()
     before = disk.snapshot()
     with raises_code("STALE"):
-        session.edit("a.py", [EditSpec("value = 1", "value = 2")], expected_sha256=sha256("not it"))
+        session.edit("a.py", [EditSpec("value = 2", "value = 3")], expected_sha256=sha256(ORIGINAL))
     disk.assert_unchanged(before)
-    session.edit("a.py", [EditSpec("value = 1", "value = 2")], expected_sha256=sha256(ORIGINAL))
-    assert disk.read("a.py") == ORIGINAL.replace("value = 1", "value = 2").encode()
 
 
 @clause(
@@ -306,6 +343,7 @@ def test_expected_sha256_on_edit(session, disk):
     rationale="Re-reading is the documented way out of STALE; it must work.",
 )
 def test_reread_after_stale_authorizes(session, disk, external):
+    _control_write(session, disk)
     disk.write("a.py", ORIGINAL)
     session.read("a.py")
     external.write("a.py", "changed\n")
@@ -323,7 +361,7 @@ def _changes_before_publish(session, disk, external, operation, name, changed):
     same-size, same-mtime change injected at that step; every run must end in STALE
     with the external bytes kept."""
     disk.write("probe/" + name, ORIGINAL)
-    session.read("probe/" + name)
+    prepare_change(session, "probe/" + name)
     with count_mutations() as clean:
         operation("probe/" + name)
     publish = next(
@@ -341,7 +379,7 @@ def _changes_before_publish(session, disk, external, operation, name, changed):
     for step in range(1, publish):
         path = f"d{step}/{name}"
         disk.write(path, ORIGINAL)
-        session.read(path)
+        prepare_change(session, path)
         with (
             raises_code("STALE"),
             call_at(step, lambda p=path: external.modify_same_size_same_mtime(p, changed)),
@@ -354,7 +392,7 @@ def _changes_before_publish(session, disk, external, operation, name, changed):
 @clause(
     "TRACK-019",
     MUST,
-    requires={"read", "write", "stale_detection", "python_fs"},
+    requires={"write", "stale_detection", "python_fs"},
     text="A write re-verifies the file inside its critical section: an external change at any "
     "step before the publishing rename is caught (STALE) and the change survives.",
     rationale="Checking only at validation leaves the time of staging and fsync open for a "
@@ -374,7 +412,7 @@ def test_write_reverifies_before_publishing(session, disk, external):
 @clause(
     "TRACK-020",
     MUST,
-    requires={"read", "edit", "stale_detection", "python_fs"},
+    requires={"edit", "stale_detection", "python_fs"},
     text="An edit re-verifies the file inside its critical section: an external change at any "
     "step before the publishing rename is caught (STALE) and the change survives.",
     rationale="Checking only at validation leaves the time of staging and fsync open for a "
@@ -401,6 +439,10 @@ def test_edit_reverifies_before_publishing(session, disk, external):
 )
 def test_binary_full_read_authorizes(session, disk):
     disk.write("logo.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    session.write("created.png", b"\x89PNG\r\n\x1a\ncreated")  # a new file needs no read
+    assert disk.read("created.png") == b"\x89PNG\r\n\x1a\ncreated"
+    with raises_code("NOT_READ"):  # the read below is what authorizes
+        session.write("logo.png", b"\x89PNG\r\n\x1a\nunread")
     session.read("logo.png")
     session.write("logo.png", b"\x89PNG\r\n\x1a\nnew")
     assert disk.read("logo.png") == b"\x89PNG\r\n\x1a\nnew"

@@ -14,8 +14,10 @@ from editspec.spec import (
     clause,
     count_mutations,
     fail_at,
+    prepare_change,
     raises_any_code,
     raises_code,
+    setup,
 )
 from editspec.spec.contract import is_error_code
 from editspec.spec.fixtures import sha256
@@ -24,9 +26,20 @@ OLD = "first line\nsecond line\n"
 NEW = "first line\nsecond line, changed\nthird line\n"
 
 
-def _read_fully(session, path):
-    """A full read whatever the implementation's default read limit."""
-    return session.read(path, max_bytes=1 << 30)
+def _prepare_whole(session, path: str, size: int) -> None:
+    """``prepare_change`` for a file above the default read limit: a full read with a
+    ``max_bytes`` of exactly its size (never a huge one a tool may refuse), only for a
+    driver that needs a read before a change."""
+    capabilities = getattr(session, "driver_capabilities", frozenset())
+    if {"read_before_write", "stale_detection"} & set(capabilities):
+        with setup():
+            session.read(path, max_bytes=size)
+
+
+def _control_create(session, disk, path: str = "control.txt") -> None:
+    """A positive control: creating a new file succeeds and puts its bytes on disk."""
+    session.write(path, "control\n")
+    assert disk.read(path) == b"control\n", f"control: write({path!r}) created no file"
 
 
 @clause(
@@ -106,6 +119,7 @@ def test_replace_after_full_read(session, disk):
 )
 def test_replace_without_read_is_refused(session, disk):
     disk.write("a.txt", OLD)
+    _control_create(session, disk)
     before = disk.snapshot()
     with raises_code("NOT_READ"):
         session.write("a.txt", NEW)
@@ -122,6 +136,10 @@ def test_replace_without_read_is_refused(session, disk):
 )
 def test_partial_read_does_not_authorize_write(session, disk):
     disk.write("a.txt", "".join(f"line {i}\n" for i in range(1, 101)))
+    disk.write("b.txt", OLD)
+    session.read("b.txt")
+    session.write("b.txt", NEW)  # the control: a full read authorizes
+    assert disk.read("b.txt") == NEW.encode()
     before = disk.snapshot()
     session.read("a.txt", start_line=1, end_line=50)
     with raises_code("NOT_READ"):
@@ -143,6 +161,10 @@ def test_partial_read_does_not_authorize_write(session, disk):
 )
 def test_changed_since_read_is_stale(session, disk, external):
     disk.write("a.txt", OLD)
+    disk.write("b.txt", OLD)
+    session.read("b.txt")
+    session.write("b.txt", NEW)  # the control: unchanged since the read, replaced
+    assert disk.read("b.txt") == NEW.encode()
     session.read("a.txt")
     external.write("a.txt", "the user's edit\n")
     before = disk.snapshot()
@@ -178,6 +200,9 @@ def test_expected_sha256_stands_in_for_read(session, disk):
 )
 def test_expected_sha256_mismatch_is_stale(session, disk):
     disk.write("a.txt", OLD)
+    disk.write("b.txt", OLD)
+    session.write("b.txt", NEW, expected_sha256=sha256(OLD))  # the control: a matching hash
+    assert disk.read("b.txt") == NEW.encode()
     before = disk.snapshot()
     with raises_code("STALE"):
         session.write("a.txt", NEW, expected_sha256=sha256("something else"))
@@ -190,7 +215,7 @@ def test_expected_sha256_mismatch_is_stale(session, disk):
 @clause(
     "WRITE-010",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="Replacing a file keeps its permission bits (an executable stays executable, a private "
     "file stays private).",
     rationale="Publishing through a temp file resets modes to the temp's 0600 or the umask "
@@ -199,7 +224,7 @@ def test_expected_sha256_mismatch_is_stale(session, disk):
 def test_mode_bits_are_kept(session, disk):
     for name, mode in (("run.sh", 0o755), ("secret.env", 0o600), ("shared.txt", 0o640)):
         disk.write(name, "old\n", mode=mode)
-        session.read(name)
+        prepare_change(session, name)
         session.write(name, "new\n")
         assert disk.mode(name) == mode, name
 
@@ -207,7 +232,7 @@ def test_mode_bits_are_kept(session, disk):
 @clause(
     "WRITE-011",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="A successful write leaves no temporary file behind, for a create and for a replace.",
     rationale="Leftover temp files pollute repositories, get committed, and confuse globbing "
     "tools.",
@@ -215,7 +240,7 @@ def test_mode_bits_are_kept(session, disk):
 def test_no_leftovers_after_success(session, disk):
     session.write("created.txt", OLD)
     disk.write("replaced.txt", OLD)
-    session.read("replaced.txt")
+    prepare_change(session, "replaced.txt")
     session.write("replaced.txt", NEW)
     session.write("deep/er/created.txt", OLD)
     disk.assert_no_leftovers()
@@ -224,7 +249,7 @@ def test_no_leftovers_after_success(session, disk):
 @clause(
     "WRITE-012",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="A concurrent reader sees the old file or the new file, never an empty, partial or "
     "missing one.",
     rationale="Truncate-then-write exposes an empty file to builds, watchers and the user's "
@@ -253,7 +278,7 @@ def test_readers_never_see_a_partial_file(session, disk):
     thread.start()
     try:
         for version in versions[1:]:
-            _read_fully(session, "big.txt")
+            _prepare_whole(session, "big.txt", size)
             session.write("big.txt", version)
     finally:
         stop.set()
@@ -271,6 +296,7 @@ def test_readers_never_see_a_partial_file(session, disk):
 )
 def test_write_to_directory_is_refused(session, disk):
     disk.write("pkg/mod.py", "x = 1\n")
+    _control_create(session, disk, "pkg/new.py")
     before = disk.snapshot()
     with raises_code("IS_A_DIRECTORY"):
         session.write("pkg", "not a directory\n")
@@ -306,21 +332,22 @@ def test_missing_parents_are_created(session, disk):
 @clause(
     "WRITE-016",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="A WriteResult carries the fields of the contract: path, operation, old_sha256, "
     "new_sha256, bytes_written, newline, diff, snapshot_created.",
     rationale="Clients are written against field names; a missing one breaks them at run time.",
 )
 def test_write_result_fields(session, disk):
     assert_fields(session.write("a.txt", OLD), "WriteResult")
-    session.read("a.txt")
-    assert_fields(session.write("a.txt", NEW), "WriteResult")
+    disk.write("b.txt", OLD)
+    prepare_change(session, "b.txt")
+    assert_fields(session.write("b.txt", NEW), "WriteResult")
 
 
 @clause(
     "WRITE-017",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="The diff of a replace is a unified diff of the change: removed lines start with '-', "
     "added lines with '+', inside an '@@' hunk.",
     rationale="The diff is what the agent and the human review; a missing or wrong diff hides "
@@ -328,7 +355,7 @@ def test_write_result_fields(session, disk):
 )
 def test_diff_shows_the_change(session, disk):
     disk.write("a.txt", OLD)
-    session.read("a.txt")
+    prepare_change(session, "a.txt")
     diff = session.write("a.txt", NEW).diff
     lines = diff.splitlines()
     assert any(line.startswith("@@") for line in lines), diff
@@ -341,16 +368,19 @@ def test_diff_shows_the_change(session, disk):
 @clause(
     "WRITE-018",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="new_sha256 and bytes_written describe the bytes now on disk.",
     rationale="The returned hash is the next expected_sha256; if it is not the disk's, the next "
     "compare-and-swap fails.",
 )
 def test_result_describes_the_disk(session, disk):
-    session.write("a.txt", "héllo\r\n")
-    session.read("a.txt")
-    result = session.write("a.txt", "wörld\n" * 3)
-    on_disk = disk.read("a.txt")
+    first = session.write("a.txt", "héllo\r\n")
+    assert first.new_sha256 == sha256(disk.read("a.txt"))
+    assert first.bytes_written == len(disk.read("a.txt"))
+    disk.write("b.txt", OLD)
+    prepare_change(session, "b.txt")
+    result = session.write("b.txt", "wörld\n" * 3)
+    on_disk = disk.read("b.txt")
     assert result.new_sha256 == sha256(on_disk)
     assert result.bytes_written == len(on_disk)
 
@@ -365,6 +395,7 @@ def test_result_describes_the_disk(session, disk):
 )
 def test_parent_is_a_file(session, disk):
     disk.write("a.txt", OLD)
+    _control_create(session, disk, "b.txt")
     before = disk.snapshot()
     with raises_any_code():
         session.write("a.txt/b.txt", NEW)
@@ -387,7 +418,7 @@ def _publish_index(trace, name):
 @clause(
     "WRITE-020",
     MUST,
-    requires={"read", "write", "python_fs"},
+    requires={"write", "python_fs"},
     text="The new bytes are fsynced before the rename or link that publishes them, and the "
     "directory is fsynced after it, for a create and for a replace.",
     rationale="Without the first fsync a power cut can publish an empty file; without the "
@@ -395,7 +426,7 @@ def _publish_index(trace, name):
 )
 def test_fsync_order(session, disk):
     disk.write("a.txt", OLD)
-    session.read("a.txt")
+    prepare_change(session, "a.txt")
     for name, action in (
         ("a.txt", lambda: session.write("a.txt", NEW)),
         ("b.txt", lambda: session.write("b.txt", NEW)),
@@ -432,7 +463,7 @@ def test_crash_during_replace(disk, crash):
     def replace():
         live = crash.restart().open_session("A")
         disk.write("a.txt", old)
-        _read_fully(live, "a.txt")
+        prepare_change(live, "a.txt")
         return live
 
     probe = replace()
@@ -451,7 +482,7 @@ def test_crash_during_replace(disk, crash):
         restarted.recover()
         assert sha256(disk.read("a.txt")) in valid, f"recovery after step {step} tore the file"
         again = restarted.open_session("A")
-        assert _read_fully(again, "a.txt").sha256 in valid
+        assert again.read("a.txt").sha256 in valid
         again.write("a.txt", f"after crash {step}\n")
         assert disk.read("a.txt") == f"after crash {step}\n".encode()
     assert crashed > 0, "no crash point was reached"
@@ -486,7 +517,7 @@ def test_crash_during_create(disk, crash):
         again = restarted.open_session("A")
         if disk.exists(name):
             assert disk.read(name) == new.encode(), f"recovery after step {step} damaged the file"
-            _read_fully(again, name)
+            prepare_change(again, name)
         again.write(name, "after\n")
         assert disk.read(name) == b"after\n"
     assert crashed > 0, "no crash point was reached"
@@ -495,7 +526,7 @@ def test_crash_during_create(disk, crash):
 @clause(
     "WRITE-023",
     MUST,
-    requires={"read", "write", "python_fs"},
+    requires={"write", "python_fs"},
     text="An I/O error (EIO, ENOSPC) at any step of a replace either fails the call with an error "
     "code, the old bytes in place and no temporary file left, or lets it succeed with the new "
     "bytes in place.",
@@ -506,13 +537,13 @@ def test_io_error_during_replace(disk, crash):
     old, new = "old\n" * 1000, "new\n" * 1500
     probe = crash.restart().open_session("A")
     disk.write("a.txt", old)
-    _read_fully(probe, "a.txt")
+    prepare_change(probe, "a.txt")
     steps = len(crash.count(lambda: probe.write("a.txt", new)))
     for error in (errno.EIO, errno.ENOSPC):
         for step in range(1, steps + 1):
             live = crash.restart().open_session("A")
             disk.write("a.txt", old)
-            _read_fully(live, "a.txt")
+            prepare_change(live, "a.txt")
             try:
                 with fail_at(step, error):
                     live.write("a.txt", new)
@@ -532,7 +563,7 @@ def test_io_error_during_replace(disk, crash):
 @clause(
     "WRITE-024",
     MUST,
-    requires={"read", "write"},
+    requires={"write"},
     text="The newline field of a write result reports the style of the written content.",
     rationale="The host uses it to show and keep the file's convention.",
 )
@@ -540,6 +571,7 @@ def test_result_reports_newline_style(session, disk):
     assert session.write("crlf.txt", "a\r\nb\r\n").newline == "crlf"
     assert session.write("lf.txt", "a\nb\n").newline == "lf"
     assert session.write("none.txt", "ab").newline == "none"
+    assert session.write("mixed.txt", "a\nb\r\n").newline == "mixed"
 
 
 @clause(
