@@ -58,8 +58,9 @@ def _any_call(calls: Sequence[Call], predicate: Any) -> bool:
 
 
 def _expects(code: str) -> Any:
+    """A call that waited for ``code`` in ``raises_code``, or was answered with it."""
     return lambda call: (
-        call.expecting is not None and (code in call.expecting or call.outcome == code)
+        call.outcome == code or (call.expecting is not None and code in call.expecting)
     )
 
 
