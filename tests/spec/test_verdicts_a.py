@@ -238,6 +238,25 @@ def follows_symlinks(root: Path, state_dir: Path) -> _FollowingDriver:
     return _FollowingDriver(root, state_dir)
 
 
+class _LinkReplacingSession(_Session):
+    def write(self, path: str, *args: Any, **kwargs: Any) -> Any:
+        link = self._driver.root / path
+        if not os.path.isabs(path) and link.is_symlink():
+            link.unlink()  # the link is replaced by a regular file inside the root
+        return self._inner.write(path, *args, **kwargs)
+
+
+class _LinkReplacingDriver(_Driver):
+    """Never writes through a final symlink: it replaces the link by a new file instead."""
+
+    name = "replaces-links"
+    session_class = _LinkReplacingSession
+
+
+def replaces_links(root: Path, state_dir: Path) -> _LinkReplacingDriver:
+    return _LinkReplacingDriver(root, state_dir)
+
+
 class _RefreshingSession(_Session):
     """Reads the file itself before each change: a change is never stale, old text NO_MATCH."""
 
@@ -431,6 +450,14 @@ def test_following_a_link_outside_is_unsafe(tmp_path):
     _all(records, "FAIL", "unsafe")
     for cid in ("PATH-014", "PATH-015", "PATH-016"):
         assert "outside the root" in records[cid]["message"], records[cid]
+
+
+def test_a_write_that_stays_inside_is_wrong_behaviour_not_unsafe(tmp_path):
+    """Replacing the link by a file breaks the clause but reaches nothing outside."""
+    records = check(tmp_path, ["PATH-010", "PATH-014"], "test_verdicts_a:replaces_links")
+    _all(records, "FAIL", "wrong-behaviour")
+    for record in records.values():
+        assert "nothing outside the root changed" in record["message"], record
 
 
 # -- LOCK-008/009: a tool without stale detection is judged on lock release only -------
