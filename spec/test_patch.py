@@ -394,6 +394,50 @@ def test_unicode_punctuation_tolerance(session, disk):
 
 
 @clause(
+    "PATCH-047",
+    MUST,
+    requires={"apply_patch"},
+    text="Every line of a tolerantly matched hunk that no '-' line removes keeps the file's own "
+    "bytes: context before, between and after the changes, whatever comparison matched it "
+    "(trailing whitespace, surrounding whitespace, Unicode punctuation).",
+    rationale="A patcher that writes back the patch's spelling of the context rewrites lines "
+    "the patch never changed: trailing blanks, tabs and typographic quotes are lost in the "
+    "diff of the next commit.",
+)
+def test_tolerant_context_keeps_file_bytes(session, disk):
+    cases = (
+        (  # trailing whitespace
+            "a = 1  \nb = 2\nc = 3\t\nd = 4\ne = 5 \n",
+            "@@\n a = 1\n-b = 2\n+B = 2\n c = 3\n-d = 4\n+D = 4\n e = 5\n",
+            "a = 1  \nB = 2\nc = 3\t\nD = 4\ne = 5 \n",
+        ),
+        (  # surrounding whitespace
+            "\tif a:\n\t\tx()\n\tif b:\n\t\ty()\n\tend()\n",
+            "@@\n    if a:\n-        x()\n+        X()\n    if b:\n-        y()\n"
+            "+        Y()\n    end()\n",
+            None,
+        ),
+        (  # Unicode punctuation
+            "s = \u201ca\u201d\nt = 1\nu = \u2018b\u2019 \u2013 c\n",
+            "@@\n s = \"a\"\n-t = 1\n+t = 2\n u = 'b' - c\n",
+            "s = \u201ca\u201d\nt = 2\nu = \u2018b\u2019 \u2013 c\n",
+        ),
+    )
+    for index, (text, hunk, expected) in enumerate(cases):
+        rel = f"case{index}.txt"
+        _prepared(session, disk, rel, text)
+        session.apply_patch(_patch(f"*** Update File: {rel}\n{hunk}"))
+        if expected is not None:
+            assert disk.read(rel) == expected.encode(), f"case {index}: {disk.read(rel)!r}"
+            continue
+        lines = disk.read(rel).decode().split("\n")
+        assert [lines[0], lines[2], lines[4]] == ["\tif a:", "\tif b:", "\tend()"], (
+            f"a context line on disk lost the file's own indentation: {lines!r}"
+        )
+        assert [lines[1].strip(), lines[3].strip()] == ["X()", "Y()"], f"on disk: {lines!r}"
+
+
+@clause(
     "PATCH-016",
     MUST,
     requires={"apply_patch"},
