@@ -465,6 +465,7 @@ def test_cancellation_midway_is_never_a_partial_success(session, disk):
     files = 150
     for i in range(files):
         disk.write(f"d{i % 10}/f{i:03d}.txt", f"head\n{MARKER} {i}\ntail\n")
+    every = sorted((f"d{i % 10}/f{i:03d}.txt", 2) for i in range(files))
     for delay in (0.0005, 0.001, 0.002, 0.01, 0.05):
         for variant in ("cancel", "deadline"):
             token = threading.Event()
@@ -481,6 +482,7 @@ def test_cancellation_midway_is_never_a_partial_success(session, disk):
                     raise
             else:
                 assert result.truncated is False
-                assert len(result.matches) == files, (variant, delay, len(result.matches))
+                found = sorted((m.path, m.line) for m in result.matches)
+                assert found == every, (variant, delay, len(result.matches))
             finally:
                 timer.cancel()
