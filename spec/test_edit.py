@@ -485,6 +485,8 @@ def test_hints_never_create_a_match(session, disk):
         session.edit("v.py", [EditSpec("u = 0", "u = 1", line=1)])
     with raises_code("NO_MATCH"):
         session.edit("v.py", [EditSpec("u = 0", "u = 1", before="v = 0")])
+    with raises_code("NO_MATCH"):
+        session.edit("v.py", [EditSpec("u = 1", "u = 2", after="w = 1")])
     disk.assert_unchanged(before)
 
 
