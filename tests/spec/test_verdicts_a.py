@@ -319,10 +319,12 @@ HUGE_READ = 16 << 20
 
 
 class _ModestSession(_Session):
+    largest = HUGE_READ
+
     def read(self, path: str, *args: Any, **kwargs: Any) -> Any:
         max_bytes = kwargs.get("max_bytes")
-        if max_bytes is not None and max_bytes > HUGE_READ:
-            raise ToolError("INVALID_ARGUMENT", f"max_bytes above {HUGE_READ} is refused")
+        if max_bytes is not None and max_bytes > self.largest:
+            raise ToolError("INVALID_ARGUMENT", f"max_bytes above {self.largest} is refused")
         return self._inner.read(path, *args, **kwargs)
 
 
@@ -335,6 +337,21 @@ class _ModestDriver(_Driver):
 
 def refuses_huge_max_bytes(root: Path, state_dir: Path) -> _ModestDriver:
     return _ModestDriver(root, state_dir)
+
+
+class _TwoMibSession(_ModestSession):
+    largest = 2 << 20
+
+
+class _TwoMibDriver(_Driver):
+    """Reads at most 2 MiB at once (LIMIT-003's bound), refusing any larger max_bytes."""
+
+    name = "reads-at-most-2-mib"
+    session_class = _TwoMibSession
+
+
+def reads_at_most_2_mib(root: Path, state_dir: Path) -> _TwoMibDriver:
+    return _TwoMibDriver(root, state_dir)
 
 
 # -- running clauses --------------------------------------------------------------------
@@ -489,3 +506,9 @@ SETUP_READERS = [
 
 def test_a_driver_refusing_huge_max_bytes_passes_unrelated_clauses(tmp_path):
     _all(check(tmp_path, SETUP_READERS, "test_verdicts_a:refuses_huge_max_bytes"), "PASS")
+
+
+def test_a_driver_reading_at_most_2_mib_is_judged_on_its_limits(tmp_path):
+    """Files beyond the limits may be refused a whole read; the change is still TOO_LARGE."""
+    clauses = ["WRITE-012", "LIMIT-003", "LIMIT-004", "LIMIT-005", "LIMIT-011", "LIMIT-012"]
+    _all(check(tmp_path, clauses, "test_verdicts_a:reads_at_most_2_mib"), "PASS")
