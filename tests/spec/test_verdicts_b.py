@@ -352,6 +352,46 @@ class TinyPatcherElsewhere(TinyPatcher):
         self.root.mkdir(parents=True, exist_ok=True)
 
 
+# -- hints that make a match ----------------------------------------------------------------
+
+
+class _HintPullingSession:
+    """The reference's session, except that an edit that matches nowhere but has an
+    ``after=`` hint replaces the line before that text ("the nearest place meant")."""
+
+    def __init__(self, inner: Any, root: Path) -> None:
+        self._inner = inner
+        self._root = root
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def edit(self, path: str, edits: Any, **options: Any) -> Any:
+        try:
+            return self._inner.edit(path, edits, **options)
+        except Exception as exc:
+            hinted = [e for e in edits if getattr(e, "after", None)]
+            if getattr(exc, "code", None) != "NO_MATCH" or len(edits) != 1 or not hinted:
+                raise
+            target = self._root / path
+            lines = target.read_text().split("\n")
+            at = next(i for i, line in enumerate(lines) if hinted[0].after in line)
+            lines[max(at - 1, 0)] = hinted[0].new_string
+            target.write_text("\n".join(lines))
+            return _Result(path=path)
+
+
+class HintPulls(ReferenceDriver):
+    name = "hint-pulls"
+
+    def __init__(self, root: Path, state_dir: Path) -> None:
+        super().__init__(root, state_dir)
+        self.root = Path(root)
+
+    def open_session(self, session_id: str) -> Any:
+        return _HintPullingSession(super().open_session(session_id), self.root)
+
+
 # -- sessions that die, started the wrong way ----------------------------------------------
 
 
@@ -502,6 +542,7 @@ def driver(name: str) -> tuple[str, str]:
 
 
 CHANGED = (
+    "EDIT-026",
     "EDIT-045",
     "PATCH-034",
     "PATCH-037",
@@ -525,6 +566,12 @@ def test_an_in_place_editor_fails_edit_045_and_an_atomic_one_passes(tmp_path: Pa
     assert torn["EDIT-045"]["kind"] == "unsafe"
     assert "torn file after a crash" in torn["EDIT-045"]["message"]
     assert outcomes(check(tmp_path, "EDIT-045", *driver("AtomicEditor"))) == {"EDIT-045": "PASS"}
+
+
+def test_edit_026_fails_an_after_hint_that_makes_a_match(tmp_path: Path) -> None:
+    records = check(tmp_path, "EDIT-026", *driver("HintPulls"))
+    assert outcomes(records) == {"EDIT-026": "FAIL"}
+    assert records["EDIT-026"]["kind"] == "unsafe"  # the call succeeded: the file changed
 
 
 def test_a_file_by_file_patcher_fails_the_all_or_nothing_clauses(tmp_path: Path) -> None:
