@@ -198,6 +198,21 @@ class ToolMap:
     values: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     relative_paths: tuple[str, ...] = ()
     ignore: frozenset[str] = frozenset()
+    # The same operation under other versions of the server: each the table above with
+    # some keys changed (another tool name, result kind...), tried in order when the
+    # server does not list this tool.
+    fallbacks: tuple[ToolMap, ...] = ()
+
+    def variant_for(self, listed: Mapping[str, Any] | set[str]) -> ToolMap | None:
+        """This tool or the first fallback whose name the server lists (None: none)."""
+        for candidate in (self, *self.fallbacks):
+            if candidate.name in listed:
+                return candidate
+        return None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *(fallback.name for fallback in self.fallbacks))
 
 
 @attrs.frozen(kw_only=True)
@@ -214,6 +229,10 @@ class ServerMap:
     code_pattern: re.Pattern[str] | None
     error_rules: tuple[ErrorRule, ...]
     source: str
+    # The server's working directory ({root} and {state_dir} filled in; None: ours),
+    # and the versions this map was checked against (for the reader and the report).
+    cwd: str | None = None
+    checked_versions: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -249,7 +268,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
     known = {
         "name", "arguments", "edit_fields", "fixed", "result", "fields", "text_field",
         "line_pattern", "list_field", "item_group", "empty_text", "values", "relative_paths",
-        "ignore",
+        "ignore", "fallbacks",
     }  # fmt: skip
     unknown = sorted(set(data) - known)
     if unknown:
@@ -296,7 +315,26 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
         values={key: dict(value) for key, value in values.items()},
         relative_paths=tuple(relative),
         ignore=frozenset(ignore),
+        fallbacks=_fallbacks(operation, data, source, where),
     )
+
+
+def _fallbacks(
+    operation: str, data: Mapping[str, Any], source: str, where: str
+) -> tuple[ToolMap, ...]:
+    """``fallbacks = [{name = ..., ...}]``: each the primary table with these keys changed."""
+    listed = data.get("fallbacks", [])
+    if not isinstance(listed, list) or not all(isinstance(item, dict) for item in listed):
+        raise MapError(f"{where}: fallbacks must be a list of tables")
+    primary = {key: value for key, value in data.items() if key != "fallbacks"}
+    found = []
+    for index, changes in enumerate(listed):
+        if "name" not in changes:
+            raise MapError(f"{where}: fallbacks[{index}] needs a name")
+        if "fallbacks" in changes:
+            raise MapError(f"{where}: fallbacks[{index}] cannot have fallbacks of its own")
+        found.append(_tool(operation, {**primary, **changes}, source))
+    return tuple(found)
 
 
 def default_map() -> ServerMap:
@@ -353,6 +391,12 @@ def load_map(path: str | Path) -> ServerMap:
         where = f"{source}: errors.rules[{index}] pattern"
         rules.append(ErrorRule(pattern=_regex(rule.get("pattern"), where), code=code))
     pattern = errors.get("code_pattern")
+    cwd = server.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise MapError(f'{source}: [server] cwd must be a string (e.g. "{{root}}")')
+    versions = server.get("checked_versions", [])
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        raise MapError(f"{source}: [server] checked_versions must be a list of strings")
     return ServerMap(
         name=server.get("name"),
         capabilities=frozenset(capabilities),
@@ -364,6 +408,8 @@ def load_map(path: str | Path) -> ServerMap:
         code_pattern=_regex(pattern, f"{source}: code_pattern") if pattern is not None else None,
         error_rules=tuple(rules),
         source=source,
+        cwd=cwd,
+        checked_versions=tuple(versions),
     )
 
 

@@ -67,6 +67,10 @@ class McpToolError(Exception):
         self.details = details if isinstance(details, dict) else {}
 
 
+class UncodedToolError(Exception):
+    """A tool call the server refused (``isError``) without a code from the table."""
+
+
 class ServerError(WrongBehaviour):
     """The server failed outside the contract: it died, broke the protocol, or hung.
 
@@ -124,9 +128,10 @@ def _leaves(exc: BaseException) -> str:
 class _Connection:
     """A running server and the SDK client connected to it (lives on the loop thread)."""
 
-    def __init__(self, argv: list[str], protocol: str) -> None:
+    def __init__(self, argv: list[str], protocol: str, cwd: str | None = None) -> None:
         self.argv = argv
         self.protocol = protocol
+        self.cwd = cwd
         # The server's stderr: kept for error messages, closed with the connection. The
         # server shares its file offset, so it is opened O_APPEND: our reads move the
         # offset, never where the server writes.
@@ -135,6 +140,7 @@ class _Connection:
         )
         self.client: Any = None
         self.tools: dict[str, Any] = {}
+        self.listing_problem: str | None = None
         self.server_name = ""
         self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.finished: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -156,20 +162,16 @@ class _Connection:
             self.finished.set_result(None)
             return
         argv = self.launch_argv()
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+        params = StdioServerParameters(
+            command=argv[0], args=argv[1:], env=dict(os.environ), cwd=self.cwd
+        )
         try:
-            transport = stdio_client(params, errlog=self.stderr)
+            transport = _repaired(stdio_client(params, errlog=self.stderr), self)
             async with Client(transport, mode=self.protocol) as client:
                 self.client = client
                 info = client.server_info
                 self.server_name = getattr(info, "name", "") or ""
-                cursor = None
-                while True:
-                    page = await client.list_tools(cursor=cursor)
-                    self.tools.update({tool.name: tool for tool in page.tools})
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+                await self._list_tools(client)
                 self.ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:
@@ -181,6 +183,16 @@ class _Connection:
             self.client = None
             if not self.finished.done():
                 self.finished.set_result(None)
+
+    async def _list_tools(self, client: Any) -> None:
+        """Every tool the server lists, page by page."""
+        cursor = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            self.tools.update({tool.name: tool for tool in page.tools})
+            cursor = page.next_cursor
+            if not cursor:
+                return
 
     def stop(self, loop: asyncio.AbstractEventLoop) -> None:
         loop.call_soon_threadsafe(self._request_stop)
@@ -240,6 +252,11 @@ class McpDriver:
         self.root = Path(root)
         self.state_dir = Path(state_dir)
         self.argv = command_line(command, self.root, self.state_dir)
+        # The map may start the server in the workspace (cwd = "{root}"): some resolve a
+        # relative path against their own working directory.
+        self.cwd = (
+            command_line([server_map.cwd], self.root, self.state_dir)[0] if server_map.cwd else None
+        )
         self.capabilities: frozenset[str] = server_map.capabilities | {"process"}
         self._loop = _Loop.get()
         self._connection: _Connection | None = None
@@ -255,7 +272,7 @@ class McpDriver:
                 raise ServerError("the MCP driver is closed")
             connection = self._connection
             if connection is None:
-                connection = self._connection = _Connection(self.argv, self.map.protocol)
+                connection = self._connection = _Connection(self.argv, self.map.protocol, self.cwd)
                 self._loop.submit(connection.run())
         try:
             connection.ready.result(timeout=_START_TIMEOUT)
@@ -315,21 +332,26 @@ class McpDriver:
     def recover(self) -> Any:
         return self.call("recover", None, {})
 
-    def tool(self, operation: str) -> ToolMap:
+    def tool(self, operation: str, *, live: bool = False) -> ToolMap:
+        """The map of ``operation``; with ``live``, the variant the running server lists."""
         tool = self.map.tools.get(operation)
         if tool is None:
             raise NotMapped(f"{self.map.label}: the server has no tool for {operation}")
-        return tool
+        if not tool.fallbacks or not live:
+            return tool
+        variant = tool.variant_for(self._ready().tools)
+        return variant if variant is not None else tool
 
     def call(self, operation: str, session_id: str | None, values: dict[str, Any]) -> Any:
         """Call the tool of ``operation`` with the contract's argument values."""
-        tool = self.tool(operation)
+        tool = self.tool(operation, live=True)
         arguments = self._arguments(tool, values)
         if session_id is not None and self.map.session_argument and operation != "recover":
             arguments[self.map.session_argument] = session_id
         connection = self._ready()
         if tool.name not in connection.tools:
-            raise NotMapped(f"the server lists no tool {tool.name!r} (for {operation})")
+            names = " or ".join(repr(name) for name in tool.names)
+            raise NotMapped(f"the server lists no tool {names} (for {operation})")
         future = self._loop.submit(_call_tool(connection, tool.name, arguments))
         try:
             result = future.result(timeout=self.map.timeout)
@@ -406,11 +428,13 @@ class McpDriver:
             code = rule.code if rule else None
         if is_error_code(code):
             return McpToolError(code, message, details)
+        # A refusal (isError) without a code from the table is the tool's wrong-code FAIL,
+        # as a Python driver's exception without one is (DESIGN §7).
         if code is not None:
-            return ServerError(
+            return UncodedToolError(
                 f"the server answered with a code outside the table {code!r}: {text}"
             )
-        return ServerError(f"the server failed without an error code: {text}")
+        return UncodedToolError(f"the server refused without an error code: {text}")
 
     def _result(self, tool: ToolMap, result: Any) -> Record:
         text = self._text(result)
@@ -435,6 +459,53 @@ class McpDriver:
         record = to_record(fields, what)
         assert isinstance(record, Record)
         return record
+
+
+@contextlib.asynccontextmanager
+async def _repaired(transport: Any, connection: _Connection) -> Any:
+    """The server's messages, with one protocol defect mended and recorded.
+
+    A tool listing whose ``inputSchema`` lacks ``"type": "object"`` (as
+    ``@modelcontextprotocol/server-filesystem`` 2025.3.28 sends: ``{"$schema": ...}``
+    only) fails the SDK's validation of the whole list, and with it every clause. The
+    missing type is added here, at our side of the transport, and the defect is kept in
+    ``connection.listing_problem``: the file tools can still be judged, and the report
+    can say what the server got wrong.
+    """
+    import anyio
+    from mcp_types import JSONRPCResponse
+
+    async with transport as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def relay() -> None:
+            async with send:
+                async for message in read_stream:
+                    inner = getattr(message, "message", None)
+                    if isinstance(inner, JSONRPCResponse):
+                        _mend_tool_listing(inner.result, connection)
+                    await send.send(message)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay)
+            try:
+                yield receive, write_stream
+            finally:
+                group.cancel_scope.cancel()
+
+
+def _mend_tool_listing(result: dict[str, Any], connection: _Connection) -> None:
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        return
+    for tool in tools:
+        schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+        if isinstance(schema, dict) and "type" not in schema:
+            schema["type"] = "object"
+            connection.listing_problem = (
+                f"tools/list: the inputSchema of {tool.get('name')!r} has no type "
+                '(the protocol requires "object"); mended to read the listing'
+            )
 
 
 async def _call_tool(connection: _Connection, name: str, arguments: dict[str, Any]) -> Any:
@@ -481,7 +552,7 @@ class McpSession:
         expected_sha256: str | None = None,
         message_id: str | None = None,
     ) -> Any:
-        tool = self._driver.tool("write")
+        tool = self._driver.tool("write", live=True)
         values: dict[str, Any] = {
             "path": path,
             "expected_sha256": expected_sha256,
@@ -509,7 +580,7 @@ class McpSession:
         expected_sha256: str | None = None,
         message_id: str | None = None,
     ) -> Any:
-        items = self._driver.edits(self._driver.tool("edit"), edits)
+        items = self._driver.edits(self._driver.tool("edit", live=True), edits)
         return self._call(
             "edit", path=path, edits=items, expected_sha256=expected_sha256, message_id=message_id
         )

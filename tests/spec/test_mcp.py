@@ -34,6 +34,7 @@ from editspec.spec.drivers.mcp import (
     McpDriver,
     McpToolError,
     ServerError,
+    UncodedToolError,
     command_line,
     factory_from_options,
 )
@@ -148,7 +149,8 @@ def test_error_codes_come_from_rules_patterns_or_fields(tmp_path: Path) -> None:
     environment = driver._error(_text_result("ENOTDIR: not a directory", error=True))
     assert isinstance(environment, McpToolError) and environment.code == "IO_ERROR"
     unknown = driver._error(_text_result("something odd", error=True))
-    assert isinstance(unknown, ServerError) and not hasattr(unknown, "code")
+    # a refusal without a code: the tool's wrong-code FAIL, not a server failure
+    assert isinstance(unknown, UncodedToolError) and not hasattr(unknown, "code")
     own = McpDriver(["unused"], load_map(MAPS / "editspec.toml"), tmp_path, tmp_path)
     structured = {"code": "STALE", "message": "changed", "details": {"path": "a"}}
     stale = own._error(_text_result("STALE: changed", error=True, structured=structured))
@@ -157,7 +159,7 @@ def test_error_codes_come_from_rules_patterns_or_fields(tmp_path: Path) -> None:
     by_text = own._error(_text_result("NOT_READ: read it first", error=True))
     assert isinstance(by_text, McpToolError) and by_text.code == "NOT_READ"
     bogus = own._error(_text_result("BOGUS: x", error=True, structured={"code": "BOGUS"}))
-    assert isinstance(bogus, ServerError)
+    assert isinstance(bogus, UncodedToolError)
 
 
 def test_line_results_become_items(tmp_path: Path) -> None:
@@ -247,3 +249,30 @@ def test_a_session_against_editspec_serve(tmp_path: Path) -> None:
         driver.close()
     with pytest.raises(ServerError, match="closed"):
         driver.open_session("A").read("t.txt")
+
+
+def test_a_map_names_tools_of_several_versions_and_the_servers_directory(tmp_path: Path) -> None:
+    server_map = load_map(MAPS / "server-filesystem.toml")
+    assert "2025.3.28" in server_map.checked_versions
+    read = server_map.tools["read"]
+    assert read.names == ("read_text_file", "read_file")
+    assert read.variant_for({"read_file": object()}).result == "text"  # 2025.3.28
+    assert read.variant_for({"read_text_file": object(), "read_file": object()}) is read
+    assert read.variant_for({"other": object()}) is None
+    driver = McpDriver(["unused", "{root}"], server_map, tmp_path / "ws", tmp_path / "state")
+    assert driver.cwd == os.fspath(tmp_path / "ws")  # cwd = "{root}"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[tools.read]\nname = "r"\nfallbacks = [{ result = "text" }]\n')
+    with pytest.raises(MapError, match="needs a name"):
+        load_map(bad)
+
+
+def test_a_tool_listing_without_schema_types_is_mended_and_recorded() -> None:
+    from editspec.spec.drivers.mcp import _Connection, _mend_tool_listing
+
+    connection = _Connection(["unused"], "auto")
+    listing = {"tools": [{"name": "read_file", "inputSchema": {"$schema": "x"}},
+                         {"name": "ok", "inputSchema": {"type": "object"}}]}  # fmt: skip
+    _mend_tool_listing(listing, connection)
+    assert listing["tools"][0]["inputSchema"]["type"] == "object"
+    assert "read_file" in (connection.listing_problem or "")
