@@ -31,6 +31,7 @@ _DELEGATED: dict[str, tuple[str, str]] = {
     "replay": ("editspec.fault_injection.replay", "main_replay"),
     "explore": ("editspec.fault_injection.explore", "main_explore"),
     "serve": ("editspec.spec.serve", "main"),
+    "peers": ("editspec.spec.peers.cli", "main_peers"),
 }
 
 
@@ -312,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("replay", "re-run a recorded fault scenario step by step"),
         ("explore", "enumerate crash points and power-loss states"),
         ("serve", "serve the reference engine as an MCP server over stdio"),
+        ("peers", "real implementations: the catalog, their runs and the matrix"),
     ):
         commands.add_parser(name, help=help_text, add_help=False)
     return parser

@@ -1,0 +1,179 @@
+"""The catalog of real implementations (``catalog.toml``) and where they install."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CATALOG_FILE = Path(__file__).with_name("catalog.toml")
+_SPEC_DIR = Path(__file__).resolve().parent.parent
+KINDS = ("mcp", "driver", "reference")
+REGISTRIES = ("npm", "pypi")
+_KEYS = frozenset(
+    {
+        "title",
+        "version",
+        "kind",
+        "registry",
+        "package",
+        "entry",
+        "command",
+        "map",
+        "driver",
+        "expectations",
+        "crash",
+        "notes",
+    }
+)
+
+
+class CatalogError(ValueError):
+    """The catalog is malformed, or a peer cannot be installed or named."""
+
+
+@attrs.frozen(kw_only=True)
+class Peer:
+    """One implementation at one pinned version."""
+
+    name: str
+    title: str
+    version: str
+    kind: str
+    registry: str | None = None
+    package: str | None = None
+    entry: str | None = None
+    command: str | None = None
+    map: str | None = None
+    driver: str | None = None
+    expectations: str | None = None
+    crash: bool = False
+    notes: str = ""
+
+    @property
+    def map_path(self) -> Path | None:
+        return _SPEC_DIR / "mcp_maps" / self.map if self.map else None
+
+    @property
+    def expectations_path(self) -> Path | None:
+        return _SPEC_DIR / "expectations" / self.expectations if self.expectations else None
+
+    def prefix(self, cache: Path) -> Path:
+        """Where this peer installs inside the cache."""
+        return cache / f"{self.name}"
+
+    def installed(self, cache: Path) -> bool:
+        if self.registry == "npm":
+            return self.entry is not None and (self.prefix(cache) / self.entry).is_file()
+        if self.registry == "pypi":
+            return (self.prefix(cache) / ".installed").is_file()
+        return True
+
+    def install(self, cache: Path, *, log: Any = print) -> None:
+        """Install the pinned version into the cache (npm or pip), unless it is there."""
+        if self.installed(cache):
+            return
+        prefix = self.prefix(cache)
+        prefix.mkdir(parents=True, exist_ok=True)
+        spec = f"{self.package}@{self.version}" if self.registry == "npm" else ""
+        if self.registry == "npm":
+            if shutil.which("npm") is None:
+                raise CatalogError(f"{self.name}: npm is not on PATH")
+            command = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                       "--loglevel=error", spec]  # fmt: skip
+        elif self.registry == "pypi":
+            command = [sys.executable, "-m", "pip", "install", "--quiet", "--target",
+                       str(prefix / "site"), f"{self.package}=={self.version}"]  # fmt: skip
+        else:
+            return
+        log(f"installing {self.name}: {' '.join(command)}")
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise CatalogError(
+                f"{self.name}: install failed (exit {done.returncode}): "
+                f"{(done.stderr or done.stdout).strip()[-1500:]}"
+            )
+        if self.registry == "pypi":
+            (prefix / ".installed").write_text(self.version, encoding="utf-8")
+
+    def check_arguments(self, cache: Path) -> list[str]:
+        """The ``editspec check`` arguments that select this implementation."""
+        if self.kind == "reference":
+            return []
+        if self.kind == "driver":
+            assert self.driver is not None
+            return ["--driver", self.driver]
+        assert self.command is not None and self.map_path is not None
+        return ["--mcp", self.server_command(cache), "--mcp-map", str(self.map_path)]
+
+    def server_command(self, cache: Path) -> str:
+        assert self.command is not None
+        entry = str(self.prefix(cache) / self.entry) if self.entry else ""
+        return self.command.replace("{entry}", entry).replace("{python}", sys.executable)
+
+    def environment(self, cache: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.registry == "pypi":
+            site = str(self.prefix(cache) / "site")
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [site, env.get("PYTHONPATH")]))
+        return env
+
+
+def cache_dir(explicit: str | None = None) -> Path:
+    """The peer cache: ``--cache``, else ``$EDITSPEC_PEER_CACHE``, else the user's cache."""
+    chosen = explicit or os.environ.get("EDITSPEC_PEER_CACHE")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "editspec" / "peers"
+
+
+def load_catalog(path: Path = CATALOG_FILE) -> dict[str, Peer]:
+    """Every peer of the catalog by name, validated."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{path}: {exc}") from None
+    peers = {}
+    for name, table in data.items():
+        peers[name] = _peer(name, table, path)
+    return peers
+
+
+def _peer(name: str, table: Any, source: Path) -> Peer:
+    where = f"{source.name}: [{name}]"
+    if not isinstance(table, Mapping):
+        raise CatalogError(f"{where} must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise CatalogError(f"{where}: unknown keys {unknown}")
+    for key in ("title", "version", "kind"):
+        if not isinstance(table.get(key), str) or not table[key]:
+            raise CatalogError(f"{where} needs {key}")
+    if table["kind"] not in KINDS:
+        raise CatalogError(f"{where}: kind must be one of {KINDS}")
+    registry = table.get("registry")
+    if registry is not None and registry not in REGISTRIES:
+        raise CatalogError(f"{where}: registry must be one of {REGISTRIES}")
+    if registry is not None and not table.get("package"):
+        raise CatalogError(f"{where}: a registry needs a package")
+    if table["kind"] == "mcp" and not (table.get("command") and table.get("map")):
+        raise CatalogError(f"{where}: an mcp peer needs a command and a map")
+    if table["kind"] == "driver" and not table.get("driver"):
+        raise CatalogError(f"{where}: a driver peer needs driver = MODULE:FACTORY")
+    peer = Peer(name=name, **{key: value for key, value in table.items()})
+    for path in (peer.map_path, peer.expectations_path):
+        if path is not None and not path.is_file():
+            raise CatalogError(f"{where}: {path.name} does not exist under spec/")
+    return peer
