@@ -350,11 +350,21 @@ class RecordingSession:
 
 
 def _reported_paths(result: object) -> Iterator[str]:
-    for holder in (result, *getattr(result, "changes", ()), *getattr(result, "restored", ())):
+    # A result without these lists (or with None) reports no paths; what it lacks is for the
+    # clause that reads it to judge, never an error of the suite here.
+    changes = _items(getattr(result, "changes", ()))
+    restored = _items(getattr(result, "restored", ()))
+    for holder in (result, *changes, *restored):
         for field in ("path", "move_to"):
             value = getattr(holder, field, None)
             if isinstance(value, str) and "\0" not in value:
                 yield value
+
+
+def _items(value: object) -> tuple[object, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return ()
 
 
 def prepare_change(session: Any, *paths: str) -> None:
