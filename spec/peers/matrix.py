@@ -126,7 +126,7 @@ def render_markdown(matrix: Mapping[str, Any]) -> str:
         lines += ["| clause | outcome | message |", "| --- | --- | --- |"]
         for clause, cell in failing:
             message = cell["message"].splitlines()[0][:160] if cell["message"] else ""
-            message = message.replace("|", "\\|")
+            message = message.replace("|", "\\|").replace("<", "&lt;")
             lines.append(f"| {clause['id']} | {outcome_label(cell)} | {message} |")
         lines.append("")
     return "\n".join(lines) + "\n"
