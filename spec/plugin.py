@@ -291,7 +291,7 @@ def _exception_outcome(
     """(outcome, message, kind) for an exception raised while a clause ran (DESIGN §7)."""
     from editspec.spec import _assertions
     from editspec.spec.contract import is_error_code
-    from editspec.spec.report import ERROR, FAIL, INCONCLUSIVE
+    from editspec.spec.report import ERROR, FAIL, INCONCLUSIVE, UNSUPPORTED
 
     if excinfo is None:
         return FAIL, "", _assertions.WRONG_BEHAVIOUR
@@ -299,6 +299,9 @@ def _exception_outcome(
     kind: str | None = None
     if isinstance(exc, _assertions.Inconclusive):
         outcome, message = INCONCLUSIVE, str(exc)
+    elif getattr(exc, "unsupported", False):
+        # The tool has no way to take what the clause passes (its map says so).
+        outcome, message = UNSUPPORTED, f"{_UNSUPPORTED_PREFIX} {exc}"
     elif isinstance(exc, AssertionError) or _assertions.is_missing_field(exc):
         outcome, kind = FAIL, _assertions.failure_kind(excinfo)
         message = str(exc) if isinstance(exc, _assertions.ClauseFailure) else excinfo.exconly()

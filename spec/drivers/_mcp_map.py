@@ -126,6 +126,15 @@ class NotMapped(Exception):
     suite_error = True
 
 
+class Inexpressible(NotMapped):
+    """The tool has no way to take an argument or value the clause passes (a line range, a
+    replace_all, bytes that are not UTF-8): the clause is UNSUPPORTED for this tool, not an
+    error of the suite and not a failure of the tool (DESIGN §7: a clause does not demand
+    what the tool lacks)."""
+
+    unsupported = True
+
+
 class FieldNotReported(MissingField):
     """A clause read a result field the server does not report.
 

@@ -40,6 +40,7 @@ from editspec.spec.drivers._mcp_map import (
     EDIT_FIELDS,
     OPERATIONS,
     FieldNotReported,
+    Inexpressible,
     MapError,
     NotMapped,
     Record,
@@ -375,7 +376,7 @@ class McpDriver:
             if target is None:
                 if value == defaults.get(name) or name in tool.ignore:
                     continue
-                raise NotMapped(
+                raise Inexpressible(
                     f"{self.map.label}: the server's {tool.name} has no argument for "
                     f"{name}={value!r}"
                 )
@@ -392,7 +393,7 @@ class McpDriver:
                 if target is None:
                     if value is None or value == default:
                         continue
-                    raise NotMapped(
+                    raise Inexpressible(
                         f"{self.map.label}: the server's {tool.name} edits have no field for "
                         f"{name}={value!r}"
                     )
@@ -566,7 +567,7 @@ class McpSession:
             try:
                 values["content"] = bytes(content).decode("utf-8")
             except UnicodeDecodeError:
-                raise NotMapped(
+                raise Inexpressible(
                     f"{self._driver.map.label}: the server's {tool.name} takes text only, and "
                     "these bytes are not UTF-8"
                 ) from None

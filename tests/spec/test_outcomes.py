@@ -109,6 +109,13 @@ def test_wrong_value():
 @_clause(911)
 def test_passes():
     assert True
+
+
+@_clause(912)
+def test_an_argument_the_tool_cannot_take():
+    from editspec.spec.drivers._mcp_map import Inexpressible
+
+    raise Inexpressible("the server's read_file has no argument for start_line=2")
 """
 
 
@@ -143,6 +150,7 @@ def test_every_outcome_says_what_happened(tmp_path):
         "READ-909": ("FAIL", "unsafe"),
         "READ-910": ("FAIL", "wrong-behaviour"),
         "READ-911": ("PASS", None),
+        "READ-912": ("UNSUPPORTED", None),  # the tool cannot take a line range
     }
     assert "KeyError" in str(records["READ-901"]["message"])
     assert "session B broke" in str(records["READ-903"]["message"])
