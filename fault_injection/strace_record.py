@@ -274,6 +274,8 @@ class StraceRecording(Recording):
         self.unmodeled: list[str] = []
         self.notes: list[str] = []
         self.calls: list[tuple[Call, tuple[int, ...]]] = []
+        #: Trace lengths at each write to descriptor 1 (a server's answers go out there).
+        self.stdout_writes: list[int] = []
 
     def start(self, source: Any = None) -> None:
         """Capture the image of the roots now (no observer: the log is read later)."""
@@ -289,6 +291,7 @@ class StraceRecording(Recording):
     ) -> None:
         """Read an strace log (``-f -y -xx``) into the trace."""
         self.ops, self.unmodeled, self.notes, self.calls = [], [], [], []
+        self.stdout_writes = []
         self._sim = Simulation(self.image)
         self._numbers = iter(range(1, 1 << 62))
         calls = calls_of(text)
@@ -525,7 +528,15 @@ class StraceRecording(Recording):
         if moves:
             held.offset = offset + len(data)
 
+    def _answer(self, token: str) -> bool:
+        if _fd_and_path(token)[0] == 1:
+            self.stdout_writes.append(len(self.ops))
+            return True
+        return False
+
     def _on_write(self, task: _Task, args: list[str], call: Call) -> None:
+        if self._answer(args[0]):
+            return
         count = _result(call) or 0
         data = decode_string(args[1])
         if len(data) < count:
@@ -548,6 +559,8 @@ class StraceRecording(Recording):
         return data[:count]
 
     def _on_writev(self, task: _Task, args: list[str], call: Call) -> None:
+        if self._answer(args[0]):
+            return
         self._written(task, args[0], self._vector(args[1], _result(call) or 0), None)
 
     def _on_pwritev(self, task: _Task, args: list[str], call: Call) -> None:
@@ -727,14 +740,14 @@ def _readable(call: Call, base: str = "") -> str:
     def text(match: re.Match[str]) -> str:
         data = bytes(int(h, 16) for h in _HEX.findall(match.group(0)))
         shown = data.decode("utf-8", "backslashreplace")
+        if base:
+            shown = shown.replace(base + os.sep, "")
         shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
-        if len(shown) > 32:
+        if len(shown) > 48:
             shown = shown[:32] + f"...({len(data)} bytes)"
         return shown
 
     args = re.sub(r"(?:\\x[0-9a-f]{2})+", text, call.args)
-    if base:
-        args = args.replace(base + os.sep, "")
     return f"{call.name}({args}) = {call.result.split('<', 1)[0].strip()}"
 
 
