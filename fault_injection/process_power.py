@@ -48,6 +48,8 @@ __all__ = [
     "Server",
     "Unmodeled",
     "check_process_power_loss",
+    "judge_tree",
+    "power_finding",
     "process_baseline",
     "process_states",
     "recover_and_capture",
@@ -70,6 +72,39 @@ class Server:
         from editspec.spec.drivers.mcp import McpDriver
 
         return McpDriver(list(self.command), self.server_map, Path(root), Path(state_dir))
+
+    def to_json(self) -> dict[str, Any]:
+        """For a scenario: the running interpreter as ``{python}``, the map's path relative
+        to the current directory when it lies under it (no machine paths in findings)."""
+        import sys
+
+        command = ["{python}" if word == sys.executable else word for word in self.command]
+        source = str(getattr(self.server_map, "source", "") or "")
+        if source.startswith("<"):
+            source = ""
+        elif source:
+            real, here = os.path.realpath(source), os.path.realpath(os.getcwd())
+            if real.startswith(here + os.sep):
+                source = os.path.relpath(real, here)
+        return {"command": command, "map": source, **({"name": self.name} if self.name else {})}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any], *, near: str = "") -> Server:
+        """The server a scenario names (its map found as given, else beside ``near``,
+        else in the checkout that holds this package)."""
+        import sys
+
+        from editspec.spec.drivers._mcp_map import default_map, load_map
+
+        command = tuple(sys.executable if w == "{python}" else str(w) for w in value["command"])
+        source = str(value.get("map") or "")
+        if not source:
+            return cls(command, default_map(), str(value.get("name", "")))
+        here = Path(__file__).resolve().parents[1]
+        for candidate in (Path(source), Path(near) / source, here / source):
+            if candidate.is_file():
+                return cls(command, load_map(candidate), str(value.get("name", "")))
+        raise FileNotFoundError(f"the scenario's MCP map {source} is not found")
 
     @classmethod
     def of(cls, factory: Any) -> Server:
@@ -160,7 +195,8 @@ def process_baseline(server: Server, scenario: Scenario, base: str) -> ProcessBa
 def process_states(
     base: ProcessBaseline, model: Model = "ordered", *, limit: int = 4096
 ) -> tuple[list[PowerState], bool]:
-    """The distinct power-loss states, those during the step first; and whether bounded."""
+    """The distinct power-loss states, and whether ``limit`` bounded them. Those after the
+    answer come first: a success a cut undoes is the likeliest failure of a server."""
     if base.recording.unmodeled:
         raise Unmodeled("; ".join(dict.fromkeys(base.recording.unmodeled)))
     ops = base.recording.ops
@@ -171,7 +207,7 @@ def process_states(
     done, hit_done = power_loss_states(
         base.recording.image, ops, model, points=range(cut, len(ops) + 1), limit=limit
     )
-    return during + done, hit or hit_done
+    return done + during, hit or hit_done
 
 
 def recover_and_capture(server: Server, root: str, state_dir: str) -> tuple[str, trees.Tree]:
@@ -207,7 +243,7 @@ class ProcessPowerReport:
     seconds: float
 
 
-def _judge(
+def judge_tree(
     acceptable: Sequence[trees.Tree],
     actual: trees.Tree,
     ignore: Callable[[str], bool] | None,
@@ -243,7 +279,7 @@ def check_process_power_loss(
         materialize(state, roots)
         error, actual = recover_and_capture(server, base.root, base.state_dir)
         acceptable = base.acceptable_at(state.point)
-        problems, stray = _judge(acceptable, actual, ignore)
+        problems, stray = judge_tree(acceptable, actual, ignore)
         if error:
             problems.insert(0, f"the restarted server failed: {error}")
         notes += stray and not problems
@@ -267,3 +303,37 @@ def scratch(prefix: str = "editspec-power-") -> Iterator[str]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def power_finding(
+    server: Server,
+    scenario: Scenario,
+    base: ProcessBaseline,
+    failure: ProcessPowerFailure,
+    model: Model,
+    *,
+    strays: bool = False,
+) -> Scenario:
+    """A failing state as a scenario ``editspec replay`` re-runs (``Scenario.server``)."""
+    from editspec.fault_injection.harness import power_fault
+
+    steps = [dict(step) for step in scenario.steps]
+    steps[-1]["fault"] = {"step": len(steps) - 1, **power_fault(failure.state, model)}
+    sandbox = os.path.dirname(base.root) + os.sep  # no temporary paths in a finding
+    description = steps[-1]["fault"]["description"].replace(sandbox, "")
+    steps[-1]["fault"]["description"] = description
+    steps[-1]["fault"]["returned_at"] = base.returned_at
+    if strays:
+        steps[-1]["fault"]["strays_allowed"] = True  # files of neither tree only counted
+    return attrs.evolve(
+        scenario,
+        name=f"{scenario.name} (power cut, {server.name or os.path.basename(server.command[0])})",
+        steps=tuple(steps),
+        fault=steps[-1]["fault"],
+        count="syscalls",
+        trace=tuple(op.name for op in base.recording.ops),
+        expected=failure.acceptable,
+        actual=failure.actual,
+        problems=tuple(line.replace(sandbox, "") for line in failure.problems),
+        server=server.to_json(),
+    )

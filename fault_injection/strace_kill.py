@@ -629,6 +629,7 @@ def crash_at_every_call(
     at_most: Mapping[tuple[str, ...], int] | None = None,
     files_only: bool = False,
     retries: int = 0,
+    shard: tuple[int, int] | None = None,
 ) -> KillReport:
     """Kill ``target`` at every call of ``syscalls`` (default: the target's) during
     ``scenario``'s operation, restart and recover it, and judge the disk after each.
@@ -638,6 +639,8 @@ def crash_at_every_call(
     ``when=N`` up to the most calls one thread made. With ``files_only``, a run whose
     kill landed on a call that names no file of its sandbox (another thread's call
     counted first: a write to the MCP pipe, say) is run again, up to ``retries`` times.
+    ``shard`` (K, N): only every N-th kill point from the K-th (the clean run is the same
+    in every shard, so the shards cover the points once between them).
     """
     reason = strace_unavailable()
     if reason is not None:
@@ -657,6 +660,8 @@ def crash_at_every_call(
         points = [(name, when) for name in wanted for when in range(1, ranges.get(name, 0) + 1)]
     else:
         points = kill_points(clean, wanted, at_most=at_most, under=box.dir if files_only else None)
+    if shard is not None:
+        points = points[shard[0] - 1 :: shard[1]]
 
     def run_at(point: tuple[str, int]) -> KillRun:
         return until_landed(
