@@ -114,3 +114,28 @@ def test_a_server_that_renames_without_fsync_is_caught_and_its_finding_replays(
     printed = io.StringIO()
     assert replay(healed_path, printed) in (0, 2), printed.getvalue()
     assert "reproduced\n" not in printed.getvalue().replace("not reproduced", "")
+
+
+def test_write_027_judges_a_server_process(tmp_path: Path) -> None:
+    """The power-cut clauses run for a ``process`` driver: the careless server fails
+    WRITE-027 (its answered write is lost), which the reference passes. (TXN-011 takes
+    the same path, ``spec._power``, for a patch; it is left to the conformance runs.)"""
+    import subprocess
+
+    spec_dir = Path(editspec.spec.__file__).resolve().parent
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-p", "no:randomly", "-q", "-p", "no:cacheprovider"),
+            str(spec_dir / "test_write.py"),
+            *("-k", "power_cut_during_replace", f"--editspec-mcp={shlex.join(CARELESS)}"),
+            f"--editspec-mcp-map={MAP}",
+            f"--basetemp={tmp_path / 'run'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    printed = done.stdout + done.stderr
+    assert done.returncode == 1, printed
+    assert "FAIL  WRITE-027" in printed and "1 failed" in printed, printed
+    assert "answered after" in printed  # the cut came after the server's answer
