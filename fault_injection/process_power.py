@@ -74,11 +74,20 @@ class Server:
         return McpDriver(list(self.command), self.server_map, Path(root), Path(state_dir))
 
     def to_json(self) -> dict[str, Any]:
-        """For a scenario: the running interpreter as ``{python}``, the map's path relative
-        to the current directory when it lies under it (no machine paths in findings)."""
+        """For a scenario: the running interpreter as ``{python}``, the home directory as
+        ``~``, the map's path relative to the current directory when it lies under it (no
+        machine paths in findings)."""
         import sys
 
-        command = ["{python}" if word == sys.executable else word for word in self.command]
+        home = os.path.expanduser("~")
+        command = [
+            "{python}"
+            if word == sys.executable
+            else "~" + word[len(home) :]
+            if home != os.sep and word.startswith(home + os.sep)
+            else word
+            for word in self.command
+        ]
         source = str(getattr(self.server_map, "source", "") or "")
         if source.startswith("<"):
             source = ""
@@ -96,7 +105,10 @@ class Server:
 
         from editspec.spec.drivers._mcp_map import default_map, load_map
 
-        command = tuple(sys.executable if w == "{python}" else str(w) for w in value["command"])
+        command = tuple(
+            sys.executable if w == "{python}" else os.path.expanduser(str(w))
+            for w in value["command"]
+        )
         source = str(value.get("map") or "")
         if not source:
             return cls(command, default_map(), str(value.get("name", "")))

@@ -139,3 +139,20 @@ def test_write_027_judges_a_server_process(tmp_path: Path) -> None:
     assert done.returncode == 1, printed
     assert "FAIL  WRITE-027" in printed and "1 failed" in printed, printed
     assert "answered after" in printed  # the cut came after the server's answer
+
+
+PROCESS_FINDINGS = sorted((Path(__file__).parent / "findings" / "processes").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", PROCESS_FINDINGS, ids=lambda p: p.stem)
+def test_saved_process_findings_load_unchanged_and_name_no_machine_path(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    scenario = Scenario.load(path)
+    assert scenario.to_json() == raw
+    assert scenario.server is not None and scenario.steps[-1]["fault"]["kind"] == "power_loss"
+    text = path.read_text()
+    assert "/tmp/" not in text and "/root/" not in text and "/home/" not in text
+    words = process_power.Server.from_json(
+        scenario.server, near=str(Path(__file__).resolve().parents[2])
+    ).command
+    assert all("~" not in word and word != "{python}" for word in words)
