@@ -80,6 +80,43 @@ def process_scenario(scenario: Scenario) -> Any:
     )
 
 
+def _failed(name: str, run: Any) -> bool:
+    """A kill during the step that broke the files (a stray counts but beside a write)."""
+    if run.phase != "operation" or run.killed_at is None:
+        return False
+    strays = bool(run.judgement is not None and run.judgement.strays)
+    return bool(run.problems) or (strays and name != "single-write")
+
+
+def kill_finding(server: Any, scenario: Scenario, report: Any, run: Any) -> Scenario:
+    """A failing kill as a scenario ``editspec replay`` re-runs (``Scenario.server``)."""
+    import attrs
+
+    steps = [dict(step) for step in scenario.steps]
+    fault = {
+        "kind": "kill",
+        "step": len(steps) - 1,
+        "syscall": run.syscall,
+        "when": run.when,
+        "description": f"SIGKILL at the {run.when}-th {run.syscall} of a thread"
+        + (f": {run.killed_at.describe(report.base)}" if run.killed_at is not None else ""),
+    }
+    if scenario.name == "single-write":
+        fault["strays_allowed"] = True
+    steps[-1]["fault"] = fault
+    return attrs.evolve(
+        scenario,
+        name=f"{scenario.name} (killed, {server.name or os.path.basename(server.command[0])})",
+        steps=tuple(steps),
+        fault=fault,
+        count="syscalls",
+        expected=(report.before, report.after),
+        actual=None,
+        problems=tuple(run.problems or (run.judgement.lines if run.judgement else ())),
+        server=server.to_json(),
+    )
+
+
 def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[explore.Row, int]:
     """The table row of a scenario's kill runs, and how many kills missed its step.
 
@@ -214,6 +251,12 @@ def explore_process(
                 with open(path, "w", encoding="utf-8") as handle:
                     handle.write(report.format() + "\n")
                 saved.append(path)
+                for run in report.runs:
+                    if _failed(name, run):
+                        finding = kill_finding(server, built, report, run)
+                        path = os.path.join(out, f"{name}-kill-{run.syscall}-{run.when}.json")
+                        finding.save(path)
+                        saved.append(path)
             if progress is not None:
                 progress.write(
                     f"      {row.crash_points} kills during the step, {row.failed} failed; "

@@ -74,13 +74,18 @@ def replay_server(scenario: Scenario, base: str, out: TextIO, *, near: str = "")
         f"  server {' '.join(server.command)} (map {scenario.server.get('map') or 'default'})\n"
     )
     fault = scenario.steps[-1].get("fault")
-    if fault is None or fault.get("kind") != "power_loss":
-        out.write("  a server scenario replays a power cut of its last step; this one has none\n")
+    if fault is None or fault.get("kind") not in ("power_loss", "kill"):
+        out.write(
+            "  a server scenario replays a power cut or a kill of its last step; "
+            "this one has neither\n"
+        )
         return 2
     plain = tuple({k: v for k, v in step.items() if k != "fault"} for step in scenario.steps)
     clean_scenario = Scenario(name=scenario.name, initial=scenario.initial, steps=plain)
     for number, step in enumerate(plain, 1):
         out.write(f"  step {number}/{len(plain)}: {describe_step(step)}\n")
+    if fault["kind"] == "kill":
+        return _replay_kill(server, clean_scenario, fault, base, out)
     out.write(
         f"    fault: power cut ({fault.get('model', 'ordered')} model) after "
         f"{fault['point']} trace operations\n"
@@ -134,5 +139,54 @@ def replay_server(scenario: Scenario, base: str, out: TextIO, *, near: str = "")
     if strays:
         out.write("    note: a file of neither tree is left beside them (only counted)\n")
     out.write("    disk matches the model\n")
+    out.write("not reproduced: every step matches the model\n")
+    return 0
+
+
+def _replay_kill(
+    server: process_power.Server,
+    scenario: Scenario,
+    fault: Mapping[str, Any],
+    base: str,
+    out: TextIO,
+) -> int:
+    """Kill the server at the saved call of the last step again, restart, and judge."""
+    from editspec.fault_injection.explore_process import KILLED_AT, RETRIES, process_scenario
+    from editspec.fault_injection.strace_kill import kill_once, mcp_target
+
+    syscall, when = str(fault["syscall"]), int(fault["when"])
+    out.write(f"    fault: SIGKILL at the {when}-th {syscall} of a thread (strace inject)\n")
+    target = mcp_target(server.command, server.server_map, KILLED_AT, attach=True)
+    *_, run = kill_once(target, process_scenario(scenario), base, syscall, when, retries=RETRIES)
+    if run.phase != "operation" or run.killed_at is None or run.log is None:
+        out.write(
+            "  cannot replay: the kill did not land inside the step this time (another "
+            "thread's call was counted first, or the step makes fewer such calls now)\n"
+        )
+        return 2
+    out.write("    the step's calls under the sandbox, as the killed run made them:\n")
+    for call in run.log.calls:
+        if base not in call.args:
+            continue
+        mark = ""
+        if call is run.killed_at or (
+            call.tid == run.killed_at.tid
+            and call.name == run.killed_at.name
+            and call.ordinal == run.killed_at.ordinal
+        ):
+            mark = "   <== killed here: the call did not happen, nothing after it ran"
+        out.write(f"      {call.describe(base)}{mark}\n")
+    out.write("    -- restart: the server started again and asked to recover --\n")
+    assert run.judgement is not None
+    problems = list(run.problems)
+    if run.judgement.strays and not fault.get("strays_allowed"):
+        problems.extend(line for line in run.judgement.lines if "stray" in line)
+    if problems:
+        out.write("  FIRST DIVERGENCE after the kill and the restart:\n")
+        for line in dict.fromkeys(problems):
+            out.write(f"    {line}\n")
+        out.write("reproduced\n")
+        return 1
+    out.write(f"    disk is all-{run.judgement.state}\n")
     out.write("not reproduced: every step matches the model\n")
     return 0

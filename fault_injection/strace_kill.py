@@ -358,6 +358,7 @@ class KillRun:
     judgement: Judgement | None
     error: str = ""  # what the operation raised (a dead connection, normally)
     restart_error: str = ""
+    log: StraceLog | None = attrs.field(default=None, eq=False, repr=False)  # of this run
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -568,7 +569,34 @@ def _kill_run(
     judgement = judge(before, after, actual)
     if not restart_error:
         shutil.rmtree(box.dir, ignore_errors=True)
-    return KillRun(syscall, when, phase, site, judgement, error, restart_error)
+    return KillRun(syscall, when, phase, site, judgement, error, restart_error, log)
+
+
+def kill_once(
+    target: ProcessTarget,
+    scenario: ProcessScenario,
+    base: str | os.PathLike[str],
+    syscall: str,
+    when: int,
+    *,
+    retries: int = 0,
+) -> tuple[trees.Tree, trees.Tree, KillRun]:
+    """The trees before and after a clean run, and one run killed at the ``when``-th
+    ``syscall`` of a thread (``replay`` of a kill finding), run again up to ``retries``
+    times while the kill lands on no call under ``base``."""
+    scratch = Path(base)
+    before = _prepared_tree(target, scenario, scratch)
+    box = _Sandbox(scratch, "clean", scenario.initial)
+    reached, error, _ = _traced_run(target, scenario, box, None)
+    if reached != "returned":
+        raise RuntimeError(f"the clean run of {scenario.name} failed: {error}")
+    after = trees.capture(box.root)
+    run = until_landed(
+        lambda: _kill_run(target, scenario, before, after, scratch, syscall, when),
+        scratch,
+        retries,
+    )
+    return before, after, run
 
 
 def until_landed(kill: Callable[[], KillRun], under: Path, retries: int) -> KillRun:
@@ -771,6 +799,7 @@ __all__ = [
     "crash_at_every_call",
     "files",
     "judge",
+    "kill_once",
     "kill_points",
     "mcp_target",
     "parse_strace_log",
