@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -60,6 +59,26 @@ from editspec.fault_injection._durability import (
     Simulation,
     TraceOp,
 )
+from editspec.fault_injection.strace_log import (
+    STRING_LIMIT,
+    SYSCALLS,
+    Call,
+    Inexact,
+    Tracer,
+    as_int,
+    attach,
+    calls_of,
+    clone_parents,
+    decode_string,
+    fd_and_path,
+    flags_of,
+    mode_of,
+    process_tree,
+    readable,
+    result_of,
+    split_args,
+    strace_words,
+)
 
 __all__ = [
     "STRING_LIMIT",
@@ -71,165 +90,6 @@ __all__ = [
     "record_command",
     "strace_words",
 ]
-
-#: The calls strace is asked to show (``?``: skipped where the architecture lacks one).
-SYSCALLS: tuple[str, ...] = (
-    # descriptors and where they point
-    "open", "openat", "openat2", "creat", "close", "close_range", "dup", "dup2", "dup3",
-    "fcntl", "clone", "clone3", "fork", "vfork", "chdir", "fchdir", "umask",
-    "read", "readv", "lseek",
-    # data
-    "write", "pwrite64", "writev", "pwritev", "pwritev2", "ftruncate", "truncate",
-    "fallocate", "fsync", "fdatasync", "sync_file_range", "sync", "syncfs",
-    "fchmod", "chmod", "fchmodat",
-    # directory entries
-    "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat",
-    "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
-    # what the model cannot replay
-    "mmap", "copy_file_range", "sendfile", "splice",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-)  # fmt: skip
-
-#: strace's ``-s``: strings (a write's bytes) longer than this would be cut, and refused.
-STRING_LIMIT = 64 * 1024 * 1024
-
-
-def strace_words(log: str | os.PathLike[str]) -> list[str]:
-    """strace and its options: every thread, descriptors as paths, strings whole in hex."""
-    return [
-        "strace", "-f", "-y", "-xx", "-s", str(STRING_LIMIT), "-o", os.fspath(log),
-        "-e", "trace=" + ",".join(f"?{name}" for name in SYSCALLS),
-    ]  # fmt: skip
-
-
-# -- the log, as calls ---------------------------------------------------------------------
-
-_LINE = re.compile(
-    r"^(?P<tid>\d+)\s+(?:"
-    r"<\.\.\. (?P<resumed>\w+) resumed>(?P<tail>.*)"
-    r"|(?P<event>\+\+\+ .* \+\+\+|--- .* ---)"
-    r"|(?P<name>\w+)\((?P<rest>.*))$"
-)
-_RESULT = re.compile(r"\)\s+= (?P<result>.*)$")
-_HEX = re.compile(r"\\x([0-9a-f]{2})")
-
-
-@attrs.frozen
-class Call:
-    """A finished call: its thread, name, argument text and result text."""
-
-    tid: int
-    name: str
-    args: str
-    result: str
-
-
-def calls_of(text: str) -> list[Call]:
-    """The finished calls of an ``strace -f`` log, in the order they returned."""
-    out: list[Call] = []
-    pending: dict[int, tuple[str, str]] = {}
-    for line in text.splitlines():
-        match = _LINE.match(line)
-        if match is None or match.group("event") is not None:
-            continue
-        tid = int(match.group("tid"))
-        if match.group("resumed") is not None:
-            started = pending.pop(tid, None)
-            if started is None:
-                continue
-            name, head = started
-            text_ = head + match.group("tail")
-        else:
-            name, text_ = match.group("name"), match.group("rest")
-            if text_.endswith("<unfinished ...>"):
-                pending[tid] = (name, text_[: -len("<unfinished ...>")].rstrip())
-                continue
-        found = _RESULT.search(text_)
-        if found is None:
-            continue  # never returned (the process died in it)
-        out.append(Call(tid, name, text_[: found.start()], found.group("result").strip()))
-    return out
-
-
-def split_args(text: str) -> list[str]:
-    """Top-level arguments (strings, arrays, structs and ``fd<path>`` kept whole)."""
-    parts: list[str] = []
-    depth, start, quoted = 0, 0, False
-    for index, char in enumerate(text):
-        if quoted:
-            quoted = char != '"'
-        elif char == '"':
-            quoted = True
-        elif char in "([{<":
-            depth += 1
-        elif char in ")]}>":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(text[start:index].strip())
-            start = index + 1
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
-class Inexact(ValueError):
-    """strace's output does not carry the exact bytes (a string cut by ``-s``)."""
-
-
-def decode_string(token: str) -> bytes:
-    """``"\\x41\\x42"`` -> ``b"AB"`` (``-xx`` prints every byte so); cut strings refused."""
-    token = token.strip()
-    if token.endswith('"...'):
-        raise Inexact("a string longer than strace's -s")
-    if len(token) < 2 or token[0] != '"' or token[-1] != '"':
-        raise ValueError(f"not a string: {token[:40]}")
-    return bytes(int(h, 16) for h in _HEX.findall(token[1:-1]))
-
-
-def _fd_and_path(token: str) -> tuple[int | None, str | None]:
-    """``3<\\x2f\\x61>`` -> (3, "/a"); ``AT_FDCWD<...>`` -> (None, the directory)."""
-    head, _, decoration = token.partition("<")
-    path: str | None = None
-    if decoration.endswith(">"):
-        inner = decoration[:-1]
-        if inner.startswith("\\x"):
-            path = os.fsdecode(bytes(int(h, 16) for h in _HEX.findall(inner)))
-            path = path.removesuffix(" (deleted)")
-    head = head.strip()
-    if head == "AT_FDCWD":
-        return None, path
-    try:
-        return int(head, 0), path
-    except ValueError:
-        return None, path
-
-
-def _int(token: str) -> int:
-    return int(token.split("<", 1)[0].strip(), 0)
-
-
-def _flags(token: str) -> set[str]:
-    return {word.strip() for word in token.split("|")}
-
-
-def _mode(token: str) -> int:
-    return int(token.strip(), 8) if token.strip().startswith("0") else int(token.strip(), 0)
-
-
-def _result(call: Call) -> int | None:
-    """The call's return value, None when it failed (``-1 ENOENT ...``)."""
-    value = call.result.split("<", 1)[0].split(" ", 1)[0]
-    try:
-        number = (
-            int(value, 8)
-            if value.startswith("0") and len(value) > 1 and value[1].isdigit()
-            else int(value, 0)
-        )
-    except ValueError:
-        return None
-    return None if number < 0 else number
-
 
 # -- descriptors ---------------------------------------------------------------------------
 
@@ -295,7 +155,7 @@ class StraceRecording(Recording):
         self._sim = Simulation(self.image)
         self._numbers = iter(range(1, 1 << 62))
         calls = calls_of(text)
-        self._parents = _clone_parents(calls)
+        self._parents = clone_parents(calls)
         first = _Task({}, [cwd], [umask])
         self._tasks: dict[int, _Task] = {}
         self._first = first
@@ -304,7 +164,7 @@ class StraceRecording(Recording):
         for call in calls:
             before = len(self.ops)
             handler = getattr(self, "_on_" + call.name, None)
-            if handler is None or _result(call) is None:
+            if handler is None or result_of(call) is None:
                 continue
             try:
                 handler(self._task(call.tid), split_args(call.args), call)
@@ -345,7 +205,7 @@ class StraceRecording(Recording):
         if not os.path.isabs(name):
             base: str | None = None
             if base_token is not None:
-                number, shown = _fd_and_path(base_token)
+                number, shown = fd_and_path(base_token)
                 held = task.table.get(number) if number is not None else None
                 base = held.path if held is not None else shown
                 if number is None and shown is None:
@@ -379,7 +239,7 @@ class StraceRecording(Recording):
 
     def _held(self, task: _Task, token: str) -> _Description | None:
         """The description a descriptor argument names, if it is one under the roots."""
-        number, shown = _fd_and_path(token)
+        number, shown = fd_and_path(token)
         if number is None:
             return None
         held = task.table.get(number)
@@ -410,9 +270,9 @@ class StraceRecording(Recording):
     def _opened(
         self, task: _Task, call: Call, path_token: str, base: str | None, flags: set[str], mode: int
     ) -> None:
-        fd = _result(call)
+        fd = result_of(call)
         assert fd is not None
-        _, shown = _fd_and_path(call.result)
+        _, shown = fd_and_path(call.result)
         path = (
             shown
             if shown is not None
@@ -440,34 +300,36 @@ class StraceRecording(Recording):
             self._add("truncate", paths=(path,), fd=held.number, size=0)
 
     def _on_open(self, task: _Task, args: list[str], call: Call) -> None:
-        flags = _flags(args[1])
-        self._opened(task, call, args[0], None, flags, _mode(args[2]) if len(args) > 2 else 0)
+        flags = flags_of(args[1])
+        self._opened(task, call, args[0], None, flags, mode_of(args[2]) if len(args) > 2 else 0)
 
     def _on_openat(self, task: _Task, args: list[str], call: Call) -> None:
-        flags = _flags(args[2])
-        self._opened(task, call, args[1], args[0], flags, _mode(args[3]) if len(args) > 3 else 0)
+        flags = flags_of(args[2])
+        self._opened(task, call, args[1], args[0], flags, mode_of(args[3]) if len(args) > 3 else 0)
 
     def _on_openat2(self, task: _Task, args: list[str], call: Call) -> None:
         how = args[2].strip("{}")
         fields = dict(part.split("=", 1) for part in split_args(how) if "=" in part)
-        flags = _flags(fields.get("flags", "O_RDONLY"))
-        self._opened(task, call, args[1], args[0], flags, _mode(fields.get("mode", "0")))
+        flags = flags_of(fields.get("flags", "O_RDONLY"))
+        self._opened(task, call, args[1], args[0], flags, mode_of(fields.get("mode", "0")))
 
     def _on_creat(self, task: _Task, args: list[str], call: Call) -> None:
-        self._opened(task, call, args[0], None, {"O_WRONLY", "O_CREAT", "O_TRUNC"}, _mode(args[1]))
+        self._opened(
+            task, call, args[0], None, {"O_WRONLY", "O_CREAT", "O_TRUNC"}, mode_of(args[1])
+        )
 
     def _on_close(self, task: _Task, args: list[str], call: Call) -> None:
-        number, _ = _fd_and_path(args[0])
+        number, _ = fd_and_path(args[0])
         task.table.pop(number, None)  # type: ignore[arg-type]
 
     def _on_close_range(self, task: _Task, args: list[str], call: Call) -> None:
-        low, high = _int(args[0]), _int(args[1])
+        low, high = as_int(args[0]), as_int(args[1])
         if "CLOSE_RANGE_CLOEXEC" not in args[2]:
             for number in [n for n in task.table if low <= n <= high]:
                 del task.table[number]
 
     def _duplicated(self, task: _Task, token: str, new: int | None) -> None:
-        number, _ = _fd_and_path(token)
+        number, _ = fd_and_path(token)
         held = task.table.get(number) if number is not None else None
         if new is None:
             return
@@ -477,41 +339,41 @@ class StraceRecording(Recording):
             task.table[new] = held
 
     def _on_dup(self, task: _Task, args: list[str], call: Call) -> None:
-        self._duplicated(task, args[0], _result(call))
+        self._duplicated(task, args[0], result_of(call))
 
     _on_dup2 = _on_dup
     _on_dup3 = _on_dup
 
     def _on_fcntl(self, task: _Task, args: list[str], call: Call) -> None:
         if len(args) > 1 and args[1].strip() in ("F_DUPFD", "F_DUPFD_CLOEXEC"):
-            self._duplicated(task, args[0], _result(call))
+            self._duplicated(task, args[0], result_of(call))
 
     def _on_chdir(self, task: _Task, args: list[str], call: Call) -> None:
         task.cwd[0] = self._resolve(task, None, decode_string(args[0]), follow=True)
 
     def _on_fchdir(self, task: _Task, args: list[str], call: Call) -> None:
-        number, shown = _fd_and_path(args[0])
+        number, shown = fd_and_path(args[0])
         held = task.table.get(number) if number is not None else None
         path = held.path if held is not None else shown
         if path is not None:
             task.cwd[0] = path
 
     def _on_umask(self, task: _Task, args: list[str], call: Call) -> None:
-        task.umask[0] = _mode(args[0])
+        task.umask[0] = mode_of(args[0])
 
     def _on_read(self, task: _Task, args: list[str], call: Call) -> None:
-        number, _ = _fd_and_path(args[0])
+        number, _ = fd_and_path(args[0])
         held = task.table.get(number) if number is not None else None
         if held is not None:
-            held.offset += _result(call) or 0
+            held.offset += result_of(call) or 0
 
     _on_readv = _on_read
 
     def _on_lseek(self, task: _Task, args: list[str], call: Call) -> None:
-        number, _ = _fd_and_path(args[0])
+        number, _ = fd_and_path(args[0])
         held = task.table.get(number) if number is not None else None
         if held is not None:
-            held.offset = _result(call) or 0
+            held.offset = result_of(call) or 0
 
     # -- data ----------------------------------------------------------------------------
 
@@ -529,7 +391,7 @@ class StraceRecording(Recording):
             held.offset = offset + len(data)
 
     def _answer(self, token: str) -> bool:
-        if _fd_and_path(token)[0] == 1:
+        if fd_and_path(token)[0] == 1:
             self.stdout_writes.append(len(self.ops))
             return True
         return False
@@ -537,18 +399,18 @@ class StraceRecording(Recording):
     def _on_write(self, task: _Task, args: list[str], call: Call) -> None:
         if self._answer(args[0]):
             return
-        count = _result(call) or 0
+        count = result_of(call) or 0
         data = decode_string(args[1])
         if len(data) < count:
             raise Inexact(f"write of {count} bytes shows {len(data)}")
         self._written(task, args[0], data[:count], None)
 
     def _on_pwrite64(self, task: _Task, args: list[str], call: Call) -> None:
-        count = _result(call) or 0
+        count = result_of(call) or 0
         data = decode_string(args[1])
         if len(data) < count:
             raise Inexact(f"pwrite of {count} bytes shows {len(data)}")
-        self._written(task, args[0], data[:count], _int(args[3]))
+        self._written(task, args[0], data[:count], as_int(args[3]))
 
     @staticmethod
     def _vector(token: str, count: int) -> bytes:
@@ -561,14 +423,14 @@ class StraceRecording(Recording):
     def _on_writev(self, task: _Task, args: list[str], call: Call) -> None:
         if self._answer(args[0]):
             return
-        self._written(task, args[0], self._vector(args[1], _result(call) or 0), None)
+        self._written(task, args[0], self._vector(args[1], result_of(call) or 0), None)
 
     def _on_pwritev(self, task: _Task, args: list[str], call: Call) -> None:
-        offset = _int(args[3])
+        offset = as_int(args[3])
         self._written(
             task,
             args[0],
-            self._vector(args[1], _result(call) or 0),
+            self._vector(args[1], result_of(call) or 0),
             offset if offset >= 0 else None,
         )
 
@@ -577,12 +439,12 @@ class StraceRecording(Recording):
     def _on_ftruncate(self, task: _Task, args: list[str], call: Call) -> None:
         held = self._file(task, args[0])
         if held is not None:
-            self._add("truncate", paths=(held.path,), fd=held.number, size=_int(args[1]))
+            self._add("truncate", paths=(held.path,), fd=held.number, size=as_int(args[1]))
 
     def _on_truncate(self, task: _Task, args: list[str], call: Call) -> None:
         path = self._resolve(task, None, decode_string(args[0]), follow=True)
         if self._inside(path):
-            self._add("truncate", paths=(path,), size=_int(args[1]))
+            self._add("truncate", paths=(path,), size=as_int(args[1]))
 
     def _on_fallocate(self, task: _Task, args: list[str], call: Call) -> None:
         held = self._file(task, args[0])
@@ -591,7 +453,7 @@ class StraceRecording(Recording):
         if args[1].strip() not in ("0", "FALLOC_FL_KEEP_SIZE"):
             self.unmodeled.append(f"fallocate {args[1].strip()} of {held.path}")
         elif args[1].strip() == "0":
-            end = _int(args[2]) + _int(args[3])
+            end = as_int(args[2]) + as_int(args[3])
             if end > self._size(held):
                 self._add("truncate", paths=(held.path,), fd=held.number, size=end)
 
@@ -620,14 +482,14 @@ class StraceRecording(Recording):
     def _on_fchmod(self, task: _Task, args: list[str], call: Call) -> None:
         held = self._file(task, args[0])
         if held is not None:
-            self._add("fchmod", paths=(held.path,), fd=held.number, mode=_mode(args[1]) & 0o7777)
+            self._add("fchmod", paths=(held.path,), fd=held.number, mode=mode_of(args[1]) & 0o7777)
 
     def _chmod(
         self, task: _Task, base: str | None, path_token: str, mode_token: str, follow: bool = True
     ) -> None:
         path = self._resolve(task, base, decode_string(path_token), follow=follow)
         if self._inside(path):
-            self._add("chmod", paths=(path,), mode=_mode(mode_token) & 0o7777)
+            self._add("chmod", paths=(path,), mode=mode_of(mode_token) & 0o7777)
 
     def _on_chmod(self, task: _Task, args: list[str], call: Call) -> None:
         self._chmod(task, None, args[0], args[1])
@@ -683,10 +545,10 @@ class StraceRecording(Recording):
         self._one("rmdir", task, None, args[0])
 
     def _on_mkdir(self, task: _Task, args: list[str], call: Call) -> None:
-        self._one("mkdir", task, None, args[0], mode=_mode(args[1]) & ~task.umask[0] & 0o7777)
+        self._one("mkdir", task, None, args[0], mode=mode_of(args[1]) & ~task.umask[0] & 0o7777)
 
     def _on_mkdirat(self, task: _Task, args: list[str], call: Call) -> None:
-        self._one("mkdir", task, args[0], args[1], mode=_mode(args[2]) & ~task.umask[0] & 0o7777)
+        self._one("mkdir", task, args[0], args[1], mode=mode_of(args[2]) & ~task.umask[0] & 0o7777)
 
     def _on_symlink(self, task: _Task, args: list[str], call: Call) -> None:
         target = os.fsdecode(decode_string(args[0]))
@@ -733,53 +595,7 @@ class StraceRecording(Recording):
         """Each call that touched the roots, as strace showed it (strings shortened),
         with the trace positions it became."""
         for call, positions in self.calls:
-            yield positions, _readable(call, base)
-
-
-def _readable(call: Call, base: str = "") -> str:
-    def text(match: re.Match[str]) -> str:
-        data = bytes(int(h, 16) for h in _HEX.findall(match.group(0)))
-        shown = data.decode("utf-8", "backslashreplace")
-        if base:
-            shown = shown.replace(base + os.sep, "")
-        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
-        if len(shown) > 48:
-            shown = shown[:32] + f"...({len(data)} bytes)"
-        return shown
-
-    args = re.sub(r"(?:\\x[0-9a-f]{2})+", text, call.args)
-    return f"{call.name}({args}) = {call.result.split('<', 1)[0].strip()}"
-
-
-def _clone_parents(calls: Sequence[Call]) -> dict[int, tuple[int, set[str]]]:
-    """Child tid -> (parent tid, clone flags), from every clone/fork in the log."""
-    out: dict[int, tuple[int, set[str]]] = {}
-    for call in calls:
-        if call.name not in ("clone", "clone3", "fork", "vfork"):
-            continue
-        child = _result(call)
-        if child is None or child == 0:
-            continue
-        found = re.search(r"flags=([A-Z0-9_|]+)", call.args)
-        flags = _flags(found.group(1)) if found else set()
-        if call.name == "vfork":
-            flags = {"CLONE_VM", "CLONE_VFORK"}
-        out[child] = (call.tid, flags)
-    return out
-
-
-# -- running and attaching ---------------------------------------------------------------
-
-
-def _umask_of(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022
+            yield positions, readable(call, base)
 
 
 def record_command(
@@ -804,72 +620,3 @@ def record_command(
     os.umask(mask)
     recording.load(text, cwd=os.path.realpath(where), umask=mask)
     return recording, done
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and every process descended from it (from ``/proc``)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found, queue = [], [pid]
-    while queue:
-        current = queue.pop(0)
-        found.append(current)
-        queue.extend(sorted(children.get(current, [])))
-    return found
-
-
-class Tracer:
-    """strace attached to a process tree; ``stop()`` detaches and returns the log."""
-
-    def __init__(self, pid: int, log: str, process: subprocess.Popen[str]) -> None:
-        self.pid, self.log, self.process = pid, log, process
-        self.cwd = os.path.realpath(f"/proc/{pid}/cwd")
-        self.umask = _umask_of(pid)
-
-    def stop(self, timeout: float = 15.0) -> str:
-        import signal
-
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # strace detaches on SIGINT
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stderr is not None:
-            self.process.stderr.close()
-        with open(self.log, encoding="ascii", errors="replace") as handle:
-            return handle.read()
-
-
-def attach(pid: int, log: str) -> Tracer:
-    """Trace ``pid`` and its descendants (every thread) from now on."""
-    strace = shutil.which("strace")
-    if strace is None:
-        raise RuntimeError("strace is not installed (apt-get install strace)")
-    targets = process_tree(pid)
-    words = [*strace_words(log), *(word for p in targets for word in ("-p", str(p)))]
-    words[0] = strace
-    tracer = subprocess.Popen(
-        words,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert tracer.stderr is not None
-    for _ in targets:
-        said = tracer.stderr.readline()
-        if "attached" not in said:
-            tracer.kill()
-            tracer.wait()
-            raise RuntimeError(f"strace could not attach to {pid}: {said.strip()}")
-    return Tracer(pid, log, tracer)
