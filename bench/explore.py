@@ -13,6 +13,13 @@ ordered power-loss state and every crash point of the chosen scenarios (default:
 - **floor**: the harness alone for the same power-loss states: write the state and
   capture the tree, with no workspace opened; the least any exploration must do.
 
+A ``process`` row does the same through a real server, ``editspec serve`` over MCP
+(unless ``--skip-process``, or where strace cannot trace): its last step traced by strace
+(``process_power``), every ordered power-loss state written, the server started on it and
+asked to recover, the root captured; the floor writes and captures the same states with no
+server. Its scenario is ``--process-scenario`` (default ``single-write``: a server start per
+state makes larger ones slow); it has no crash-point column (kills are ``strace_kill``'s).
+
 It prints states per second for both and the ratio check/floor, then (unless
 ``--skip-full``) the wall time of a full ``editspec explore`` of every standard scenario
 (ordered model) with ``--jobs`` processes.
@@ -74,11 +81,51 @@ def measure(backend: str, names: Sequence[str], driver: str = "") -> dict[str, f
     }
 
 
+SERVE = ("{python}", "-m", "editspec.spec.cli", "serve", "{root}", "--state-dir", "{state_dir}")
+
+
+def measure_process(name: str) -> dict[str, float]:
+    """States per second through ``editspec serve`` (strace's trace), and the floor."""
+    from pathlib import Path
+
+    import editspec.spec
+    from editspec.fault_injection import process_power
+    from editspec.spec.drivers._mcp_map import load_map
+
+    maps = Path(editspec.spec.__file__).resolve().parent / "mcp_maps"
+    command = tuple(sys.executable if word == "{python}" else word for word in SERVE)
+    server = process_power.Server(command, load_map(maps / "editspec.toml"))
+    scenario = explore.STANDARD[name].build()
+    with process_power.scratch() as base:
+        clean = process_power.process_baseline(server, scenario, base)
+        states, _ = process_power.process_states(clean)
+        roots = clean.recording.roots
+        started = time.perf_counter()
+        for state in states:
+            materialize(state, roots)
+            trees.capture(clean.root)
+        floor = time.perf_counter() - started
+        known = set(clean.before) | set(clean.after)
+        report = process_power.check_process_power_loss(
+            server, clean, states, ignore=lambda path: path not in known
+        )
+    return {
+        "power_states": len(states),
+        "check_rate": len(states) / report.seconds,
+        "floor_rate": len(states) / floor,
+        "failed": len(report.failures),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scenario", action="append", choices=sorted(explore.STANDARD))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--skip-full", action="store_true")
+    parser.add_argument("--skip-process", action="store_true")
+    parser.add_argument(
+        "--process-scenario", default="single-write", choices=sorted(explore.STANDARD)
+    )
     args = parser.parse_args(argv)
     names = args.scenario or ["update-10-files", "add-delete-move"]
     print(f"scenarios: {', '.join(names)}")
@@ -101,6 +148,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{result['crash_rate']:>8.0f} {int(result['failed']):>6}"
         )
         status |= bool(result["failed"])
+    if not args.skip_process:
+        from editspec.fault_injection.strace_kill import strace_unavailable
+
+        reason = strace_unavailable()
+        if reason is not None:
+            print(f"process  skipped: strace cannot trace here: {reason}")
+        else:
+            result = measure_process(args.process_scenario)
+            ratio = result["floor_rate"] / result["check_rate"]
+            print(
+                f"{'process':<8} {int(result['power_states']):>12} {result['check_rate']:>9.2f} "
+                f"{result['floor_rate']:>9.0f} {ratio:>6.0f}x {'-':>9} {'-':>8} "
+                f"{int(result['failed']):>6}   ({args.process_scenario}, editspec serve)"
+            )
+            status |= bool(result["failed"])
     if not args.skip_full:
         rows, _saved, wall = explore.explore(list(explore.STANDARD), jobs=args.jobs, out=None)
         checked = sum(row.checked for row in rows)

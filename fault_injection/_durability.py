@@ -569,11 +569,15 @@ def rebuild_state(
     point: int,
     lost: Sequence[int],
     cut: Mapping[str, int],
+    *,
+    strict: bool = False,
 ) -> PowerState:
     """The state described by ``point``, the ``lost`` entry operations and the ``cut`` files.
 
     ``cut`` maps origin keys (``PowerState.cut``) to the bytes kept; this is how a saved
-    scenario names its state in a re-run whose temp names differ.
+    scenario names its state in a re-run whose temp names differ. ``strict``: also refuse
+    (``TraceChanged``) a cut the model would not make at that point of this trace (a file
+    whose data is synced there, a length it cannot keep).
     """
     sim = simulate(image, trace[:point])
     lost_set = frozenset(lost)
@@ -587,6 +591,14 @@ def rebuild_state(
     if unknown:
         raise TraceChanged(f"the trace has no file created as {', '.join(unknown)}")
     lengths = {by_key[key]: kept for key, kept in cut.items()}
+    for key, kept in cut.items() if strict else ():
+        inode = by_key[key]
+        allowed = sim.lengths(inode) if sim.unsynced_data(inode) else []
+        if kept not in allowed:
+            # A cut the model would not make here (the file's data is synced at this
+            # point of the new trace, say): rebuilding it would judge a state no power
+            # cut can leave.
+            raise TraceChanged(f"the file created as {key} cannot keep {kept} bytes here")
     return _state(sim, point, lost_set, entries, lengths)
 
 

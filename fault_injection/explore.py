@@ -345,11 +345,55 @@ class Row:
     notes: int = 0
     seconds: float = 0.0
     bounded: bool = False
-    process: bool = False  # a server killed by strace: no power loss, no recovery crash
+    process: bool = False  # a server traced by strace: no crash of its recovery
+    power: bool = False  # a process row whose power-loss states were checked
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Row:
+        return cls(**value)
 
     @property
     def checked(self) -> int:
         return self.passed + self.failed
+
+
+def shard_of(items: Sequence[Any], shard: tuple[int, int] | None) -> list[Any]:
+    """The K-th of N deterministic, interleaved slices of ``items`` (all of them without
+    a shard): every item is in exactly one shard, and the shards are about equal."""
+    if shard is None:
+        return list(items)
+    number, count = shard
+    return list(items[number - 1 :: count])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N), 1 <= K <= N."""
+    try:
+        number, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a shard is K/N, not {text!r}") from None
+    if not 1 <= number <= count:
+        raise argparse.ArgumentTypeError(f"a shard K/N needs 1 <= K <= N, not {text!r}")
+    return number, count
+
+
+def merge_rows(parts: Sequence[Sequence[Row]]) -> list[Row]:
+    """Rows of several shards of one exploration, summed per scenario (first-seen order)."""
+    merged: dict[str, Row] = {}
+    for rows in parts:
+        for row in rows:
+            into = merged.setdefault(row.scenario, Row(row.scenario, process=row.process))
+            for field in ("crash_points", "recovery_crashes", "power_states", "passed"):
+                setattr(into, field, getattr(into, field) + getattr(row, field))
+            into.failed += row.failed
+            into.notes += row.notes
+            into.seconds += row.seconds
+            into.bounded = into.bounded or row.bounded
+            into.power = into.power or row.power
+    return list(merged.values())
 
 
 def _chunks(start: int, stop: int, size: int) -> Iterator[tuple[int, int]]:
@@ -377,7 +421,7 @@ def plan(
 
 
 class Progress:
-    """A plain-text progress bar on a stream (stderr)."""
+    """A plain-text progress bar on a stream (stderr), drawn only when it is a terminal."""
 
     def __init__(self, total: int, stream: TextIO, *, width: int = 30) -> None:
         self.total, self.done, self.stream, self.width = total, 0, stream, width
@@ -387,9 +431,9 @@ class Progress:
 
     def advance(self, tasks: int, states: int, failed: int) -> None:
         self.done += tasks
+        if not self.interactive:
+            return  # a bar is for a person at a terminal; a log gets the table only
         now = time.perf_counter()
-        if not self.interactive and now - self._last < 2 and self.done < self.total:
-            return
         self._last = now
         filled = self.width * self.done // max(self.total, 1)
         rate = states / max(now - self.started, 1e-9)
@@ -397,9 +441,7 @@ class Progress:
             f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} tasks, "
             f"{states} states, {failed} failed, {rate:.0f}/s"
         )
-        self.stream.write(
-            ("\r" if self.interactive else "") + line + ("" if self.interactive else "\n")
-        )
+        self.stream.write("\r" + line)
         self.stream.flush()
 
     def finish(self) -> None:
@@ -418,6 +460,7 @@ def explore(
     progress: TextIO | None = None,
     limit: int | None = None,
     driver: str = "",
+    shard: tuple[int, int] | None = None,
 ) -> tuple[list[Row], list[str], float]:
     """Run the exploration; return the rows, the saved failure files and the wall time.
 
@@ -443,6 +486,7 @@ def explore(
         tasks, bounded = plan(names, model, worker, limit=limit)
     else:
         tasks, bounded = pool.submit(_plan_task, tuple(names), model, limit).result()
+    tasks = shard_of(tasks, shard)
     rows = {name: Row(name, bounded=bounded[name]) for name in names}
     saved: list[str] = []
     bar = Progress(len(tasks), progress) if progress is not None else None
@@ -513,6 +557,13 @@ def _capabilities_of(
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _rate(checked: int, seconds: float) -> str:
+    if not seconds:
+        return "-"
+    rate = checked / seconds
+    return f"{rate:.1f}" if rate < 10 else f"{rate:.0f}"
+
+
 def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
     header = (
         "scenario",
@@ -529,11 +580,13 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
             row.scenario,
             str(row.crash_points),
             "-" if row.process else str(row.recovery_crashes),
-            "-" if row.process else f"{row.power_states}{' (bounded)' if row.bounded else ''}",
+            "-"
+            if row.process and not row.power
+            else f"{row.power_states}{' (bounded)' if row.bounded else ''}",
             str(row.passed),
             str(row.failed),
             str(row.notes),
-            f"{row.checked / row.seconds:.0f}" if row.seconds else "-",
+            _rate(row.checked, row.seconds),
         )
         for row in rows
     ]
@@ -541,14 +594,14 @@ def format_table(rows: Sequence[Row], model: str, wall: float) -> str:
     processes = bool(rows) and all(row.process for row in rows)
 
     def total(field: str) -> str:
-        if processes and field in ("recovery_crashes", "power_states"):
+        if processes and field == "recovery_crashes":
+            return "-"
+        if processes and field == "power_states" and not any(row.power for row in rows):
             return "-"
         return str(sum(getattr(row, field) for row in rows))
 
     fields = ("crash_points", "recovery_crashes", "power_states", "passed", "failed", "notes")
-    body.append(
-        ("total", *(total(f) for f in fields), f"{total_checked / wall:.0f}" if wall else "-")
-    )
+    body.append(("total", *(total(f) for f in fields), _rate(total_checked, wall)))
     widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
 
     def fmt(line: Sequence[str]) -> str:
@@ -611,8 +664,8 @@ def _main_process(
     """``explore --mcp``: see ``explore_process``."""
     if args.driver or args.memory:
         parser.error("--mcp explores a server process: not with --driver or --memory")
-    if args.model != "ordered" or args.limit is not None:
-        parser.error("--model and --limit are about power loss, which a process has not")
+    if args.no_power and (args.model != "ordered" or args.limit is not None):
+        parser.error("--model and --limit are about power loss, which --no-power skips")
     from editspec.fault_injection.explore_process import explore_process
     from editspec.fault_injection.strace_kill import strace_unavailable
     from editspec.spec.drivers import mcp_factory
@@ -629,22 +682,87 @@ def _main_process(
         parser, names, bool(args.scenario), load, "process", err_stream
     )
     factory = load()
-    out_stream.write(f"server {args.mcp} ({label}), killed by strace\n")
+    how = "killed by strace" if not args.no_kills else ""
+    if not args.no_power:
+        how += (" and " if how else "") + "traced by strace for power cuts"
+    out_stream.write(f"server {args.mcp} ({label}), {how}\n")
+    from editspec.fault_injection.process_power import Unmodeled
+
     try:
         rows, saved, wall = explore_process(
             names,
             factory,
             jobs=max(1, args.jobs),
             out=args.out,
-            progress=None if args.no_progress else err_stream,
+            progress=err_stream if _bar_wanted(args, err_stream) else None,
+            model=args.model,
+            limit=args.limit,
+            power=not args.no_power,
+            kills=not args.no_kills,
+            shard=args.shard,
         )
-    except RuntimeError as exc:  # the clean run failed
+    except (RuntimeError, Unmodeled) as exc:  # the clean run failed, or cannot be modelled
         err_stream.write(f"editspec explore: {exc}\n")
         return 1
-    out_stream.write(format_table(rows, "-", wall) + "\n")
+    _write_results(args, rows, wall)
+    out_stream.write(format_table(rows, "-" if args.no_power else args.model, wall) + "\n")
     out_stream.write(f"wall time {wall:.1f} s with {max(1, args.jobs)} thread(s)\n")
-    if saved:
-        out_stream.write(f"kill reports of the failing scenarios: {', '.join(saved)}\n")
+    kills = [path for path in saved if path.endswith("-kills.txt")]
+    findings = [path for path in saved if path.endswith(".json")]
+    if kills:
+        out_stream.write(f"kill reports of the failing scenarios: {', '.join(kills)}\n")
+    if findings:
+        out_stream.write(
+            f"{len(findings)} power-loss finding(s) written to {args.out}/; "
+            f"re-run one with: editspec replay {findings[0]}\n"
+        )
+    return 1 if any(row.failed for row in rows) else 0
+
+
+def _bar_wanted(args: argparse.Namespace, stream: TextIO) -> bool:
+    return not args.no_progress and stream.isatty()
+
+
+def _write_results(args: argparse.Namespace, rows: Sequence[Row], wall: float) -> None:
+    """``--results FILE``: the rows as JSON, for ``--merge`` of shards."""
+    if args.results:
+        import json
+
+        payload = {
+            "format": "editspec-explore/1",
+            "shard": list(args.shard) if args.shard else None,
+            "model": args.model,
+            "wall": wall,
+            "rows": [row.to_json() for row in rows],
+        }
+        Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.results).write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def _merge(paths: Sequence[str], out_stream: TextIO, err_stream: TextIO) -> int:
+    """``--merge FILE...``: one table from the results of several shards."""
+    import json
+
+    parts, models, shards, wall = [], set(), [], 0.0
+    for path in paths:
+        payload = json.loads(Path(path).read_text())
+        if payload.get("format") != "editspec-explore/1":
+            err_stream.write(f"editspec explore: {path} is not an explore result (--results)\n")
+            return 2
+        parts.append([Row.from_json(row) for row in payload["rows"]])
+        models.add(payload.get("model", "ordered"))
+        shards.append(tuple(payload["shard"]) if payload.get("shard") else None)
+        wall = max(wall, float(payload.get("wall", 0.0)))
+    counts = {shard[1] for shard in shards if shard is not None}
+    numbers = sorted(shard[0] for shard in shards if shard is not None)
+    if len(counts) == 1 and numbers != list(range(1, next(iter(counts)) + 1)):
+        err_stream.write(
+            f"editspec explore: warning: shards {numbers} of {next(iter(counts))} merged\n"
+        )
+    rows = merge_rows(parts)
+    model = models.pop() if len(models) == 1 else "mixed"
+    out_stream.write(format_table(rows, model, wall) + "\n")
+    out_stream.write(f"{len(paths)} result file(s) merged; the longest shard took {wall:.1f} s\n")
     return 1 if any(row.failed for row in rows) else 0
 
 
@@ -712,9 +830,36 @@ def main_explore(
         "--mcp-map", metavar="FILE", help="a TOML map from the contract to the server's tools"
     )
     parser.add_argument(
-        "--no-progress", action="store_true", help="no progress bar on standard error"
+        "--no-progress",
+        action="store_true",
+        help="no progress bar on standard error (there is none when it is not a terminal)",
+    )
+    parser.add_argument(
+        "--no-power", action="store_true", help="with --mcp: only the kills, no power cuts"
+    )
+    parser.add_argument(
+        "--no-kills", action="store_true", help="with --mcp: only the power cuts, no kills"
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        type=parse_shard,
+        help="run only the K-th of N deterministic slices of the work (a CI matrix job each)",
+    )
+    parser.add_argument(
+        "--results", metavar="FILE", help="also write the rows as JSON (for --merge)"
+    )
+    parser.add_argument(
+        "--merge",
+        metavar="FILE",
+        nargs="+",
+        help="print one table from the --results files of several shards, and exit",
     )
     args = parser.parse_args(argv)
+    if args.merge:
+        return _merge(args.merge, out_stream, err_stream)
+    if not args.mcp and (args.no_power or args.no_kills):
+        parser.error("--no-power and --no-kills apply only with --mcp")
     names = args.scenario or list(STANDARD)
     if args.mcp:
         return _main_process(parser, args, names, out_stream, err_stream)
@@ -744,10 +889,12 @@ def main_explore(
             progress=None if args.no_progress else err_stream,
             limit=args.limit,
             driver=args.driver,
+            shard=args.shard,
         )
     except CleanRunFailed as exc:
         err_stream.write(f"editspec explore: {exc}\n")
         return 1
+    _write_results(args, rows, wall)
     out_stream.write(format_table(rows, args.model, wall) + "\n")
     out_stream.write(f"wall time {wall:.1f} s with {max(1, args.jobs)} process(es)\n")
     if saved:

@@ -1,25 +1,30 @@
 """``editspec explore --mcp COMMAND``: the standard scenarios against a server process.
 
 A server in any language cannot be crashed from inside, so each standard scenario is
-run through the MCP adapter with the server under ``strace``, and killed (SIGKILL) at
-every rename, link, unlink, fsync and write that touches a file of the sandbox during
-its last step (``strace_kill.crash_at_every_call``): the call does not happen and
-nothing after it runs. The server is started again, asked to recover when its map has
-the tool, and the root must then hold every file as before or every file as after, with
-no file of neither tree (a temp file left by a single write is only counted, as it is
-for the reference).
+run through the MCP adapter with the server under ``strace``:
+
+* **kills**: killed (SIGKILL) at every rename, link, unlink, fsync and write that
+  touches a file of the sandbox during its last step (``strace_kill.
+  crash_at_every_call``): the call does not happen and nothing after it runs. The server
+  is started again, asked to recover when its map has the tool, and the root must then
+  hold every file as before or every file as after, with no file of neither tree (a
+  temp file left by a single write is only counted, as it is for the reference);
+* **power loss**: the last step traced (``strace_record``: every write with its bytes,
+  every fsync, rename, link, unlink, mkdir), and every state a power cut can leave under
+  the ``--model`` materialised, the server started on it and asked to recover
+  (``process_power``): all-before or all-after, and all-after once the server had
+  answered.
 
 The server is started plainly and strace attached once the steps before the last are
-done (``ProcessTarget.attach``: ptrace attach rights are needed), so the counts start
-at the step: the calls a server makes while it starts and answers the earlier steps,
-on any of its threads, cannot take a kill meant for the step. A kill point that never
-hit the step is not counted.
+done (ptrace attach rights are needed), so the counts and the trace start at the step: the
+calls a server makes while it starts and answers the earlier steps, on any of its
+threads, cannot take a kill meant for the step. A kill point that never hit the step is
+not counted. There is no crash of a process's recovery (``-`` in the table).
 
-There is no power-loss model for a process (its writes are not traced byte by byte) and
-no crash of its recovery: those columns of the table show ``-``. A failure cannot be
-replayed as a scenario file; the kill report of a failing scenario (one line per kill:
-the call it died in and what the disk held after the restart) is written to the output
-directory instead.
+A failing power-loss state is saved as a scenario naming the server command and map
+(``Scenario.server``), which ``editspec replay`` re-runs; the kill report of a failing
+scenario (one line per kill: the call it died in and what the disk held after the
+restart) is written beside it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, TextIO
 
 from editspec.fault_injection import explore
 from editspec.fault_injection.ostrace import _AsWorkspace
+from editspec.fault_injection.powerloss import Model
 from editspec.fault_injection.scenario import Scenario, perform
 
 __all__ = ["KILLED_AT", "explore_process", "process_scenario", "tally"]
@@ -74,6 +80,43 @@ def process_scenario(scenario: Scenario) -> Any:
     )
 
 
+def _failed(name: str, run: Any) -> bool:
+    """A kill during the step that broke the files (a stray counts but beside a write)."""
+    if run.phase != "operation" or run.killed_at is None:
+        return False
+    strays = bool(run.judgement is not None and run.judgement.strays)
+    return bool(run.problems) or (strays and name != "single-write")
+
+
+def kill_finding(server: Any, scenario: Scenario, report: Any, run: Any) -> Scenario:
+    """A failing kill as a scenario ``editspec replay`` re-runs (``Scenario.server``)."""
+    import attrs
+
+    steps = [dict(step) for step in scenario.steps]
+    fault = {
+        "kind": "kill",
+        "step": len(steps) - 1,
+        "syscall": run.syscall,
+        "when": run.when,
+        "description": f"SIGKILL at the {run.when}-th {run.syscall} of a thread"
+        + (f": {run.killed_at.describe(report.base)}" if run.killed_at is not None else ""),
+    }
+    if scenario.name == "single-write":
+        fault["strays_allowed"] = True
+    steps[-1]["fault"] = fault
+    return attrs.evolve(
+        scenario,
+        name=f"{scenario.name} (killed, {server.name or os.path.basename(server.command[0])})",
+        steps=tuple(steps),
+        fault=fault,
+        count="syscalls",
+        expected=(report.before, report.after),
+        actual=None,
+        problems=tuple(run.problems or (run.judgement.lines if run.judgement else ())),
+        server=server.to_json(),
+    )
+
+
 def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[explore.Row, int]:
     """The table row of a scenario's kill runs, and how many kills missed its step.
 
@@ -98,6 +141,66 @@ def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[explore.Row, 
     return row, elsewhere
 
 
+def _power(
+    name: str,
+    scenario: Scenario,
+    server: Any,
+    row: explore.Row,
+    *,
+    model: Model,
+    limit: int | None,
+    shard: tuple[int, int] | None,
+    out: str | None,
+    progress: TextIO | None,
+) -> list[str]:
+    """Check every power-loss state of the scenario's last step through the server; add
+    the states to ``row``; the finding files written."""
+    from editspec.fault_injection import process_power
+
+    with process_power.scratch() as base:
+        clean = process_power.process_baseline(server, scenario, base)
+        if not clean.outcome.ok:
+            raise RuntimeError(
+                f"the clean run of {name} failed: {clean.outcome.code}: {clean.outcome.message}"
+            )
+        chosen = explore.DEFAULT_LIMITS[model] if limit is None else limit
+        states, bounded = process_power.process_states(clean, model, limit=chosen)
+        states = explore.shard_of(states, shard)
+        bar = explore.Progress(len(states), progress) if progress is not None else None
+        known = set(clean.before) | set(clean.after)
+
+        def strays(path: str) -> bool:  # a single write's temp file is only counted
+            return path not in known
+
+        report = process_power.check_process_power_loss(
+            server,
+            clean,
+            states,
+            ignore=strays if name == "single-write" else None,
+            truncated=bounded,
+            progress=None if bar is None else (lambda done, failed: bar.advance(1, done, failed)),
+        )
+        if bar is not None:
+            bar.finish()
+    row.power_states += report.states
+    row.power = True
+    row.bounded = row.bounded or bounded
+    row.failed += len(report.failures)
+    row.passed += report.states - len(report.failures)
+    row.notes += report.notes
+    row.seconds += report.seconds
+    saved: list[str] = []
+    if out is not None:
+        for number, failure in enumerate(report.failures):
+            finding = process_power.power_finding(
+                server, scenario, clean, failure, model, strays=name == "single-write"
+            )
+            path = os.path.join(out, f"{name}-power-{model}-{number}.json")
+            finding.save(path)
+            saved.append(path)
+    return saved
+
+
 def explore_process(
     names: Sequence[str],
     factory: Any,
@@ -105,36 +208,78 @@ def explore_process(
     jobs: int = 1,
     out: str | None = "editspec-failures",
     progress: TextIO | None = None,
+    model: Model = "ordered",
+    limit: int | None = None,
+    power: bool = True,
+    kills: bool = True,
+    shard: tuple[int, int] | None = None,
 ) -> tuple[list[explore.Row], list[str], float]:
     """Kill the server of ``factory`` (an MCP adapter factory) at every file call of each
-    scenario's last step; the rows, the kill reports written and the wall time."""
+    scenario's last step, and check every power-loss state of it; the rows, the files
+    written (kill reports, finding scenarios) and the wall time. ``shard`` (K, N): only
+    the K-th of N deterministic slices of the kill points and of the states."""
+    from editspec.fault_injection.process_power import Server
     from editspec.fault_injection.strace_kill import crash_at_every_call, mcp_target
 
     started = time.perf_counter()
     target = mcp_target(factory.command, factory.map, KILLED_AT, attach=True)
+    server = Server.of(factory)
     rows: list[explore.Row] = []
     saved: list[str] = []
     for number, name in enumerate(names, 1):
-        if progress is not None:
-            progress.write(f"[{number}/{len(names)}] {name}: killing the server at each call\n")
-            progress.flush()
-        scenario = process_scenario(explore.STANDARD[name].build())
-        with tempfile.TemporaryDirectory(prefix="editspec-kills-") as base:
-            report = crash_at_every_call(
-                target, scenario, base=base, jobs=jobs, files_only=True, retries=RETRIES
+        built = explore.STANDARD[name].build()
+        row = explore.Row(name, process=True)
+        if kills:
+            if progress is not None:
+                progress.write(f"[{number}/{len(names)}] {name}: killing the server at each call\n")
+                progress.flush()
+            scenario = process_scenario(built)
+            with tempfile.TemporaryDirectory(prefix="editspec-kills-") as base:
+                report = crash_at_every_call(
+                    target,
+                    scenario,
+                    base=base,
+                    jobs=jobs,
+                    files_only=True,
+                    retries=RETRIES,
+                    shard=shard,
+                )
+            row, elsewhere = tally(name, report.runs, report.seconds)
+            if row.failed and out is not None:
+                os.makedirs(out, exist_ok=True)
+                path = os.path.join(out, f"{name}-kills.txt")
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(report.format() + "\n")
+                saved.append(path)
+                for run in report.runs:
+                    if _failed(name, run):
+                        finding = kill_finding(server, built, report, run)
+                        path = os.path.join(out, f"{name}-kill-{run.syscall}-{run.when}.json")
+                        finding.save(path)
+                        saved.append(path)
+            if progress is not None:
+                progress.write(
+                    f"      {row.crash_points} kills during the step, {row.failed} failed; "
+                    f"{elsewhere} kill point(s) never hit the step; {report.seconds:.1f} s\n"
+                )
+                progress.flush()
+        if power:
+            if progress is not None:
+                progress.write(
+                    f"[{number}/{len(names)}] {name}: power cuts ({model}), the server "
+                    "started on each state\n"
+                )
+                progress.flush()
+            saved += _power(
+                name,
+                built,
+                server,
+                row,
+                model=model,
+                limit=limit,
+                shard=shard,
+                out=out,
+                progress=progress,
             )
-        row, elsewhere = tally(name, report.runs, report.seconds)
         rows.append(row)
-        if row.failed and out is not None:
-            os.makedirs(out, exist_ok=True)
-            path = os.path.join(out, f"{name}-kills.txt")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(report.format() + "\n")
-            saved.append(path)
-        if progress is not None:
-            progress.write(
-                f"      {row.crash_points} kills during the step, {row.failed} failed; "
-                f"{elsewhere} kill point(s) never hit the step; {report.seconds:.1f} s\n"
-            )
-            progress.flush()
     return rows, saved, time.perf_counter() - started

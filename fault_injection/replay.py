@@ -17,6 +17,11 @@ divergence is printed as a diff and the replay stops there. Exit status: 1 if th
 failure reproduces, 0 if every step now matches, 2 if a saved power cut cannot be
 rebuilt because the step now issues other operations than those it names.
 
+A scenario that names a server process (``"server"``) is replayed by
+``replay_process``: the server started, the steps sent, the saved power cut rebuilt from
+a fresh strace trace (exit 2 if it cannot be), and the system calls printed with the
+lost ones marked.
+
 A scenario of several processes (``phases``) is replayed phase by phase: each phase
 names its process, a process's opening (a fresh workspace, recovering) prints its
 operations, a step that pauses says after which call, and a resumed step prints the
@@ -145,6 +150,10 @@ def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout, *, verbose: b
         out.write(f"  recorded problem: {line}\n")
     base = tempfile.mkdtemp(prefix="editspec-replay-")
     try:
+        if scenario.server is not None:
+            from editspec.fault_injection.replay_process import replay_server
+
+            return replay_server(scenario, base, out, near=os.path.dirname(os.path.abspath(path)))
         return _replay(scenario, base, out, verbose=verbose)
     finally:
         shutil.rmtree(base, ignore_errors=True)

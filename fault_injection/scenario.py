@@ -21,6 +21,11 @@ injected error during the step, before the cut) and ``{"kind": "recovery_crash",
 "step": i, "at": k, "recovery_at": j}``. After a faulted step the process "restarts": a
 fresh ``Workspace`` is opened (its constructor recovers) before the next step.
 
+A scenario may name a server process instead (``"server": {"command": [...], "map":
+"FILE.toml"}``, ``{python}`` standing for the running interpreter): its steps are sent
+over MCP, and a ``power_loss`` fault is rebuilt from a fresh strace trace of the last
+step (``editspec.fault_injection.process_power``).
+
 A scenario may name a Python driver (``"driver": "module:factory"``, a ``DriverFactory``
 of an implementation that declares ``python_fs``): its steps then run through that
 driver's contract, and its faults count the driver's mutating ``os`` calls instead of
@@ -173,8 +178,13 @@ class Scenario:
     versions: Mapping[str, str] = attrs.field(factory=versions)
     phases: tuple[Phase, ...] = ()  # several processes (then ``steps`` is empty)
     driver: str = ""  # "module:factory" of a python_fs driver; empty: the reference's port
+    # A server process (``process_power``): {"command": [...], "map": "path.toml"}; its
+    # steps run over MCP and a power cut is rebuilt from a fresh strace trace.
+    server: Mapping[str, Any] | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.server is not None and (self.driver or self.phases):
+            raise ValueError("a server scenario names no Python driver and has no phases")
         if self.driver and self.phases:
             raise ValueError("a scenario of several processes runs the reference engine only")
         if self.phases:
@@ -225,6 +235,7 @@ class Scenario:
             "actual": None if self.actual is None else trees.to_json(self.actual),
             "problems": list(self.problems),
             **({"driver": self.driver} if self.driver else {}),
+            **({"server": dict(self.server)} if self.server is not None else {}),
         }
 
     @classmethod
@@ -248,6 +259,7 @@ class Scenario:
             problems=tuple(value.get("problems", ())),
             phases=tuple(Phase.from_json(phase) for phase in value.get("phases", ())),
             driver=str(value.get("driver") or ""),
+            server=None if value.get("server") is None else dict(value["server"]),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

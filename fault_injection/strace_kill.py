@@ -358,6 +358,7 @@ class KillRun:
     judgement: Judgement | None
     error: str = ""  # what the operation raised (a dead connection, normally)
     restart_error: str = ""
+    log: StraceLog | None = attrs.field(default=None, eq=False, repr=False)  # of this run
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -568,7 +569,34 @@ def _kill_run(
     judgement = judge(before, after, actual)
     if not restart_error:
         shutil.rmtree(box.dir, ignore_errors=True)
-    return KillRun(syscall, when, phase, site, judgement, error, restart_error)
+    return KillRun(syscall, when, phase, site, judgement, error, restart_error, log)
+
+
+def kill_once(
+    target: ProcessTarget,
+    scenario: ProcessScenario,
+    base: str | os.PathLike[str],
+    syscall: str,
+    when: int,
+    *,
+    retries: int = 0,
+) -> tuple[trees.Tree, trees.Tree, KillRun]:
+    """The trees before and after a clean run, and one run killed at the ``when``-th
+    ``syscall`` of a thread (``replay`` of a kill finding), run again up to ``retries``
+    times while the kill lands on no call under ``base``."""
+    scratch = Path(base)
+    before = _prepared_tree(target, scenario, scratch)
+    box = _Sandbox(scratch, "clean", scenario.initial)
+    reached, error, _ = _traced_run(target, scenario, box, None)
+    if reached != "returned":
+        raise RuntimeError(f"the clean run of {scenario.name} failed: {error}")
+    after = trees.capture(box.root)
+    run = until_landed(
+        lambda: _kill_run(target, scenario, before, after, scratch, syscall, when),
+        scratch,
+        retries,
+    )
+    return before, after, run
 
 
 def until_landed(kill: Callable[[], KillRun], under: Path, retries: int) -> KillRun:
@@ -629,6 +657,7 @@ def crash_at_every_call(
     at_most: Mapping[tuple[str, ...], int] | None = None,
     files_only: bool = False,
     retries: int = 0,
+    shard: tuple[int, int] | None = None,
 ) -> KillReport:
     """Kill ``target`` at every call of ``syscalls`` (default: the target's) during
     ``scenario``'s operation, restart and recover it, and judge the disk after each.
@@ -638,6 +667,8 @@ def crash_at_every_call(
     ``when=N`` up to the most calls one thread made. With ``files_only``, a run whose
     kill landed on a call that names no file of its sandbox (another thread's call
     counted first: a write to the MCP pipe, say) is run again, up to ``retries`` times.
+    ``shard`` (K, N): only every N-th kill point from the K-th (the clean run is the same
+    in every shard, so the shards cover the points once between them).
     """
     reason = strace_unavailable()
     if reason is not None:
@@ -657,6 +688,8 @@ def crash_at_every_call(
         points = [(name, when) for name in wanted for when in range(1, ranges.get(name, 0) + 1)]
     else:
         points = kill_points(clean, wanted, at_most=at_most, under=box.dir if files_only else None)
+    if shard is not None:
+        points = points[shard[0] - 1 :: shard[1]]
 
     def run_at(point: tuple[str, int]) -> KillRun:
         return until_landed(
@@ -766,6 +799,7 @@ __all__ = [
     "crash_at_every_call",
     "files",
     "judge",
+    "kill_once",
     "kill_points",
     "mcp_target",
     "parse_strace_log",

@@ -413,7 +413,9 @@ def _current(disk, rel):
 @clause(
     "TXN-011",
     MUST,
-    requires={"read", "apply_patch", "recovery", "python_fs"},
+    # python_fs or process: see WRITE-027.
+    requires={"read", "apply_patch", "recovery"},
+    profile="Crash-testable",
     text="After a power cut at any point of a patch (data written since a file's last fsync "
     "lost whole or past a 4 KiB block; entries changed since their directory's last fsync lost "
     "as a suffix, in order), a restarted implementation recovers the root to all-before or "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,8 +125,60 @@ def test_explore_runs_a_scenario_and_prints_a_table(tmp_path: Path) -> None:
     cells = row.split()
     assert cells[1] == str(base.count)  # one crash point per counted operation
     assert cells[5] == "0"  # failed
-    assert "tasks" in err.getvalue()
+    assert err.getvalue() == ""  # no progress bar: standard error is not a terminal
     assert not (tmp_path / "failures").exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(tmp_path: Path) -> None:
+    terminal = _Terminal()
+    status = explore.main_explore(
+        ["--scenario", "single-write", "-j", "1", "--out", str(tmp_path / "failures")],
+        stdout=io.StringIO(),
+        stderr=terminal,
+    )
+    assert status == 0
+    drawn = terminal.getvalue()
+    assert drawn.startswith("\r[") and "tasks" in drawn and drawn.endswith("\n")
+
+
+def test_shards_split_the_work_and_their_results_merge_into_the_whole(tmp_path: Path) -> None:
+    def run(*extra: str) -> dict[str, Any]:
+        results = tmp_path / f"results{len(list(tmp_path.iterdir()))}.json"
+        status = explore.main_explore(
+            ["--scenario", "single-write", "--scenario", "add-delete-move", "-j", "1",
+             "--out", str(tmp_path / "failures"), "--results", str(results), *extra],
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )  # fmt: skip
+        assert status == 0
+        payload: dict[str, Any] = json.loads(results.read_text())
+        payload["path"] = str(results)
+        return payload
+
+    whole = run()
+    parts = [run("--shard", f"{k}/3") for k in (1, 2, 3)]
+    fields = ("crash_points", "recovery_crashes", "power_states", "passed", "failed")
+    for number, row in enumerate(whole["rows"]):
+        for field in fields:
+            shares = [part["rows"][number][field] for part in parts]
+            assert sum(shares) == row[field], (field, shares, row)
+    # Each shard did a part, none all of it.
+    assert all(part["rows"][0]["passed"] + part["rows"][1]["passed"] > 0 for part in parts)
+    assert all(part["rows"][1]["passed"] < whole["rows"][1]["passed"] for part in parts)
+    out = io.StringIO()
+    assert explore.main_explore(["--merge", *(p["path"] for p in parts)], stdout=out) == 0
+    merged = {line.split()[0]: line.split()[1:6] for line in out.getvalue().splitlines()}
+    full = explore.merge_rows([[explore.Row.from_json(r) for r in whole["rows"]]])
+    for row in full:
+        assert merged[row.scenario] == [
+            str(row.crash_points), str(row.recovery_crashes), str(row.power_states),
+            str(row.passed), str(row.failed),
+        ]  # fmt: skip
 
 
 def test_failures_are_saved_and_replay_reproduces_them(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ temp file left. The strace log of every run names the call it died in.
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import shutil
 import subprocess
@@ -285,7 +286,7 @@ def _explore_server(command: tuple[str, ...], tmp_path: Path, *names: str) -> tu
     status = main_explore(
         [
             *("--mcp", shlex.join(command), "--mcp-map", str(MAP), *scenarios),
-            *("-j", "2", "--out", str(tmp_path / "failures")),
+            *("-j", "2", "--out", str(tmp_path / "failures"), "--no-power"),
         ],
         stdout=out,
         stderr=err,
@@ -301,7 +302,7 @@ def test_explore_kills_editspec_serve_at_every_file_call_of_a_scenario(tmp_path:
     cells = next(line for line in printed.splitlines() if line.startswith("single-write")).split()
     # the temp file's write and fsync, the rename, the directory's fsync: each a kill
     assert int(cells[1]) >= 4 and cells[5] == "0", printed
-    assert cells[2] == cells[3] == "-"  # no recovery crash, no power loss for a process
+    assert cells[2] == cells[3] == "-"  # no recovery crash; power cuts are not asked for
     assert not (tmp_path / "failures").exists()
 
 
@@ -321,6 +322,18 @@ def test_explore_catches_a_server_that_writes_in_place(tmp_path: Path) -> None:
     assert status == 1, printed
     report = (tmp_path / "failures" / "single-write-kills.txt").read_text()
     assert "torn" in report, report  # a kill after the truncation leaves neither version
+    # Each failing kill is also a scenario naming the server, which replay kills again.
+    findings = sorted((tmp_path / "failures").glob("single-write-kill-*.json"))
+    assert findings, report
+    from editspec.fault_injection.replay import replay
+    from editspec.fault_injection.scenario import Scenario
+
+    scenario = Scenario.load(findings[0])
+    assert scenario.server is not None and scenario.steps[-1]["fault"]["kind"] == "kill"
+    printed = io.StringIO()
+    status = replay(findings[0], printed)
+    assert status == 1, printed.getvalue()  # the same kill tears the file again
+    assert "<== killed here" in printed.getvalue() and "torn" in printed.getvalue()
 
 
 def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) -> None:
