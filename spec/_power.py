@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from editspec.spec import _calls
+
 #: The reason a clause gives when a driver can be neither intercepted nor traced (the
 #: plugin reports a skip with this prefix as UNSUPPORTED).
 NEITHER = "UNSUPPORTED: the driver declares neither python_fs nor process"
@@ -70,9 +72,26 @@ def power_cut_problems(
     kind = crash_capability(factory, base)
     if kind is None:
         pytest.skip(NEITHER)
+    _log_steps(kind, steps)
     if kind == "process":
         return _process_problems(factory, base, scenario, only)
     return _driver_problems(factory, base, scenario, only)
+
+
+def _log_steps(kind: str, steps: Sequence[Mapping[str, Any]]) -> None:
+    """Tell the call log what the harness does with the driver (the audit's evidence): each
+    step's operation, the crash capability used, and the restart after every cut."""
+    _calls.note(kind)
+    _calls.note("restart")
+    for step in steps:
+        path = step.get("path")
+        _calls.record(
+            str(step["call"]),
+            step.get("session"),
+            (path,) if isinstance(path, str) else (),
+            {},
+            None,
+        )
 
 
 def _driver_problems(
