@@ -118,12 +118,14 @@ def build_server(workspace: Workspace) -> Any:
 
 
 async def serve_stdio(workspace: Workspace) -> None:
-    """Serve ``workspace`` on stdin/stdout until the client closes stdin."""
-    from mcp.server.stdio import stdio_server
+    """Serve ``workspace`` on stdin/stdout until the client closes stdin.
 
-    server = build_server(workspace)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    Every line read is answered: the SDK's transport sits behind the request guard
+    (``_guarded_stdio``), which answers what the SDK would drop.
+    """
+    from editspec.spec._guarded_stdio import serve_guarded_stdio
+
+    await serve_guarded_stdio(build_server(workspace))
 
 
 def build_parser() -> argparse.ArgumentParser:
