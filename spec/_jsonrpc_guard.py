@@ -19,7 +19,8 @@ notification: it runs and nobody hears of it. Here each of those is answered:
   ``Infinity``, leading zeros, hex, raw control characters, trailing data), or too large
   to read (``max_bytes``), or nested deeper than the parser goes.
 * ``-32600`` (invalid request): JSON, but not a message MCP accepts: a batch, not an
-  object, ``jsonrpc`` not ``"2.0"``, an ``id`` that is not a string or an integer,
+  object, ``jsonrpc`` not ``"2.0"``, an ``id`` that is not a string or an integer (or
+  one too long to repeat: over ``MAX_ID_CHARS`` characters or 64 bits),
   ``method`` not a string, ``params`` not an object, nesting deeper than ``max_depth``,
   a string holding a lone surrogate (not Unicode text, so it cannot reach a file system
   or be echoed in UTF-8), a response with neither or both of ``result`` and ``error``.
@@ -85,9 +86,19 @@ def error_response(request_id: object, code: int, message: str, **data: Any) -> 
     return {"jsonrpc": "2.0", "id": request_id if valid_id(request_id) else None, "error": error}
 
 
+MAX_ID_CHARS = 1024
+"""The longest string id answered with (a UUID is 36); a longer one is answered with null."""
+
+
 def valid_id(value: object) -> bool:
-    """MCP's request ids: a string or an integer (not a bool, not a fraction, not null)."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """MCP's request ids: a string or an integer (not a bool, not a fraction, not null).
+
+    Bounded, so an answer never repeats a runaway id: a string of at most
+    ``MAX_ID_CHARS`` characters, all Unicode text; an integer of at most 64 bits.
+    """
+    if isinstance(value, str):
+        return len(value) <= MAX_ID_CHARS and _SURROGATE.search(value) is None
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def _no_constant(name: str) -> Any:
@@ -179,7 +190,10 @@ def _shape_problem(message: dict[str, Any]) -> str | None:
         return 'not JSON-RPC 2.0 ("jsonrpc" must be "2.0")'
     null_error = message.get("id") is None and "error" in message and "method" not in message
     if "id" in message and not valid_id(message["id"]) and not null_error:
-        return f'"id" must be a string or an integer, not {excerpt(message["id"])}'
+        return (
+            '"id" must be a string of at most 1024 characters or a 64-bit integer, '
+            f"not {excerpt(ascii(message['id']))}"
+        )
     if "method" in message:
         if not isinstance(message["method"], str):
             return '"method" must be a string'
