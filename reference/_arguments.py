@@ -4,7 +4,7 @@ Every operation's entry turns a bad argument into INVALID_ARGUMENT (or TOO_LARGE
 bounded size) before it resolves a path, takes a lock or reads a byte: a wrong type, a
 number out of range, a string that holds NUL or a lone surrogate (not Unicode text: it
 cannot be encoded for the file system, a journal or a JSON answer). The messages quote
-an input only as a bounded ``excerpt``. Spec: PATH-060, LIMIT-030.
+an input only as a bounded ``excerpt``. Spec: PATH-060, PATH-061, LIMIT-030.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def coerce_edits(edits: object, *, max_edits: int | None = None) -> tuple[EditSp
     """The edits as EditSpecs: EditSpec or mappings with its keys; at least one.
 
     Each field is checked here, before any I/O (types, a lone surrogate in a string, a
-    line number past 2**63 - 1); more than ``max_edits`` edits is TOO_LARGE. Spec:
-    LIMIT-030, LIMIT-034.
+    line number past 2**63 - 1); more than ``max_edits`` edits is TOO_LARGE
+    (``Limits.edits_per_call``). Spec: EDIT-*.
     """
     if isinstance(edits, (EditSpec, Mapping)):
         edits = [edits]

@@ -74,7 +74,7 @@ class ToolError(Exception):
     def __init__(self, code: str, message: str, **details: Any) -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown error code {code!r}")
-        # An error never repeats a runaway input in full (Spec: LIMIT-031): a 5 MB
+        # An error never repeats a runaway input in full (Spec: PATH-061, LIMIT-030): a 5 MB
         # argument quoted in a message must not come back as a 5 MB answer.
         message = _bounded(message, MESSAGE_CHARS)
         super().__init__(f"{code}: {message}")

@@ -206,7 +206,7 @@ def _backtracking_repeat(items: Any, inside_repeat: bool = False) -> bool:
     a run of characters in exponentially many ways, and Python's backtracking tries them
     all on a line that does not match (it cannot be interrupted from another thread). A
     body with a fixed part (``(\\s*,\\s*\\w+)*``) cannot, and passes. A heuristic that
-    refuses the classic shape, not every slow regex. Spec: LIMIT-033.
+    refuses the classic shape, not every slow regex. Spec: LIMIT-031.
     """
     for op, argument in items:
         if op in (_MAX_REPEAT, _MIN_REPEAT):

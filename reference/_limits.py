@@ -22,7 +22,7 @@ class Limits:
     binary_preview_bytes: int = 64
     grep_file_bytes: int = 10 * MiB
     growth_warning_factor: int = 10
-    # Arguments (Spec: PATH-060..PATH-069, LIMIT-030..LIMIT-049). The file system's own
+    # Arguments (Spec: PATH-061, PATH-062, LIMIT-030, LIMIT-031). The file system's own
     # PATH_MAX / NAME_MAX (``pathconf`` of the root) are a ceiling over the first two.
     path_bytes: int = 4095  # Linux PATH_MAX less its NUL; INVALID_ARGUMENT beyond
     name_bytes: int = 255  # NAME_MAX: one component

@@ -172,7 +172,7 @@ def brace_alternatives(pattern: str, cap: int) -> int:
 def check_glob_pattern(name: str, pattern: object, limits: Limits) -> str:
     """A glob (or include) pattern: text, bounded in length and in brace expansion.
 
-    Spec: LIMIT-032.
+    Spec: GLOB-*.
     """
     text = check_text(name, pattern, max_chars=limits.glob_pattern_chars)
     assert text is not None
@@ -673,7 +673,7 @@ def grep(
     workspace = session.workspace
     limits = workspace.limits
     if deadline is None:
-        # No caller's deadline is no licence to run forever (LIMIT-033).
+        # No caller's deadline is no licence to run forever (LIMIT-031).
         deadline = time.monotonic() + limits.grep_seconds
     check = canceller(deadline, cancel)
     check()

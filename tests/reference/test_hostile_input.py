@@ -17,8 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from editspec.reference import EditSpec, Limits, ToolError, Workspace
-from editspec.reference import _arguments, _errors
+from editspec.reference import EditSpec, Limits, ToolError, Workspace, _arguments, _errors
 from editspec.reference._grep_query import compile_query
 from editspec.reference._search import brace_alternatives, check_glob_pattern
 
@@ -273,6 +272,18 @@ def test_listing_arguments(ws: Workspace) -> None:
     _refused("TOO_LARGE", s.list_directory, ".", cursor="c" * 100_000)
 
 
+def test_search_numbers_and_patches_are_bounded(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    ws = Workspace(root, tmp_path / "state", Limits(patch_bytes=100))
+    s = ws.session("s")
+    _refused("INVALID_ARGUMENT", s.glob, "*", max_results=2**63)
+    _refused("INVALID_ARGUMENT", s.grep, "x", max_results=2**63)
+    _refused("INVALID_ARGUMENT", s.read, "a\0b")
+    # Longer than patch_bytes: TOO_LARGE from the parser, before any scan for surrogates.
+    _refused("TOO_LARGE", s.apply_patch, "*** Begin Patch\n" + SURROGATE * 200)
+
+
 def test_read_numbers_are_bounded(ws: Workspace) -> None:
     s = ws.session("s")
     for name in ("start_line", "end_line", "start_byte", "max_bytes"):
@@ -300,6 +311,9 @@ def test_check_helpers() -> None:
     assert _arguments.check_finite("d", None) is None
     assert _arguments.check_finite("d", 3) == 3.0
     assert _arguments.check_bool("b", False) is False
+    for bad in ("soon", True):
+        with pytest.raises(ToolError):
+            _arguments.check_finite("d", bad)
 
 
 def test_tool_error_bounds_message_and_details() -> None:
@@ -323,7 +337,7 @@ def test_tool_error_bounds_message_and_details() -> None:
 def test_backtracking_check_passes_ordinary_patterns() -> None:
     for pattern in (r"\w+(?:\s*,\s*\w+)*", r"(ab*)+", r"foo.*bar", r"(?:a|b)+", r"x{2,5}", r"(a)+"):
         compile_query(pattern)
-    for pattern in (r"(a+){2}", r"(?:(?:a*))*", r"x|(a*)*"):
+    for pattern in (r"(a+){2}", r"(?:(?:a*))*", r"x|(a*)*", r"(?:x(a+)+y)*"):
         with pytest.raises(ToolError) as caught:
             compile_query(pattern)
         assert caught.value.code == "TOO_LARGE"
