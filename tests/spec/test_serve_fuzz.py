@@ -42,7 +42,7 @@ from editspec.spec._mcp_tools import TOOLS, input_schema  # noqa: E402
 
 ANSWER_SECONDS = 30.0
 RSS_BOUND_KB = 400 * 1024  # measured: 76 MB at start, 150 MB after 5 MB arguments
-_SCALE = 5
+_SCALE = 3
 
 
 def _budget() -> settings:
