@@ -492,6 +492,23 @@ class _Resolver:
         )
 
 
+def check_request(workspace: Workspace, path: object) -> tuple[str, str]:
+    """The checks of a user path that need no lookup: ``(requested, logical)``.
+
+    INVALID_ARGUMENT for a non-string, an empty path, NUL, a string the file system
+    cannot encode, and a path beyond the bounds (``check_path_bounds``). ``logical`` is
+    the absolute path, lexically normalized. Spec: PATH-019, PATH-060, PATH-061, PATH-062.
+    """
+    requested = _requested_string(path)
+    root = workspace.root
+    joined = requested if os.path.isabs(requested) else os.path.join(root, requested)
+    logical = os.path.normpath(joined)
+    if logical.startswith("//"):
+        logical = "/" + logical.lstrip("/")  # POSIX keeps a leading "//"; it is "/" here
+    check_path_bounds(workspace, requested, logical)
+    return requested, logical
+
+
 def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath:
     """Confine ``path`` to the workspace and resolve it to its canonical real path.
 
@@ -501,13 +518,7 @@ def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath
     whose target, existing or not, is outside), NOT_FOUND (a component that is a file).
     Spec: PATH-*.
     """
-    requested = _requested_string(path)
-    root = workspace.root
-    joined = requested if os.path.isabs(requested) else os.path.join(root, requested)
-    logical = os.path.normpath(joined)
-    if logical.startswith("//"):
-        logical = "/" + logical.lstrip("/")  # POSIX keeps a leading "//"; it is "/" here
-    check_path_bounds(workspace, requested, logical)
+    requested, logical = check_request(workspace, path)
     result = _Resolver(workspace, requested).resolve(logical)
     if requested.endswith(("/", os.sep)) and result.kind in (FILE, OTHER):
         # "name/" names a directory; the kernel says ENOTDIR for a file.

@@ -65,6 +65,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference._grep_query import FileGroup, GrepQuery, compile_query
 from editspec.reference._limits import Limits
+from editspec.reference._paths import check_request
 from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
 from editspec.reference._walk import SearchTree
 
@@ -379,7 +380,7 @@ def why_ignored(session: Session, path: str) -> IgnoreExplanation:
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(text, str) or not text or "\0" in text:
         raise ToolError(_errors.INVALID_ARGUMENT, "path must be a non-empty string")
-    workspace.resolve(text)  # the path's own checks (encodable, bounded) before any lookup
+    check_request(workspace, text)  # encodable and bounded, before any lookup
     parent, name = os.path.split(os.path.normpath(text))
     if name in ("", ".", ".."):
         # The root itself, or a path that climbs: let the resolver decide.

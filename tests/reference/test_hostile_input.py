@@ -280,6 +280,9 @@ def test_search_numbers_and_patches_are_bounded(tmp_path: Path) -> None:
     _refused("INVALID_ARGUMENT", s.glob, "*", max_results=2**63)
     _refused("INVALID_ARGUMENT", s.grep, "x", max_results=2**63)
     _refused("INVALID_ARGUMENT", s.read, "a\0b")
+    _refused("INVALID_ARGUMENT", s.why_ignored, "w" * 5000)
+    (root / "link").symlink_to(tmp_path)  # the name itself is explained, never followed
+    assert s.why_ignored("link").ignored is False
     # Longer than patch_bytes: TOO_LARGE from the parser, before any scan for surrogates.
     _refused("TOO_LARGE", s.apply_patch, "*** Begin Patch\n" + SURROGATE * 200)
 
