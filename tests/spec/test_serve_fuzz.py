@@ -313,7 +313,10 @@ def _expects_answer(raw: bytes) -> bool:
         return True
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return True
-    return "id" not in message and isinstance(message.get("method"), str)
+    if isinstance(message.get("method"), str):
+        return "id" in message  # a notification need not be answered (one with bad params is)
+    # A response (exactly one of result and error) is never answered.
+    return "id" not in message or ("result" in message) == ("error" in message)
 
 
 @_budget()
