@@ -396,3 +396,31 @@ def test_a_line_over_the_message_bound_is_answered_and_skipped(tmp_path: Path) -
 def test_rss_bound_is_measured_from_proc() -> None:
     # The bound reads VmHWM, which exists on the Linux kernels CI runs.
     assert "VmHWM:" in Path(f"/proc/{os.getpid()}/status").read_text()
+
+
+def test_a_file_name_that_is_not_utf8_is_answered(tmp_path: Path) -> None:
+    # Python spells such a name with surrogate escapes, which JSON cannot carry: the
+    # SDK dropped the whole answer. It is sent with the raw byte spelled \xe9.
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "ok.txt").write_text("x\n")
+    with open(os.path.join(os.fsencode(root), b"caf\xe9.txt"), "wb") as handle:
+        handle.write(b"x\n")
+    server = Server(root, tmp_path / "state")
+    try:
+        answer = server.request("tools/call", {"name": "glob", "arguments": {"pattern": "*"}})
+        assert sorted(answer["result"]["structuredContent"]["paths"]) == ["caf\\xe9.txt", "ok.txt"]
+        answer = server.request(
+            "tools/call", {"name": "read", "arguments": {"path": "caf\\xe9.txt"}}
+        )
+        _check_tool_answer(answer)
+    finally:
+        server.close()
+
+
+def test_unicode_safe_keeps_text_and_spells_raw_bytes() -> None:
+    from editspec.spec.serve import unicode_safe
+
+    assert unicode_safe({"a": ["é", 1, None]}) == {"a": ["é", 1, None]}
+    assert unicode_safe({"caf\udce9": "caf\udce9"}) == {"caf\\xe9": "caf\\xe9"}
+    assert unicode_safe("x\ud800y") == "x?y"
