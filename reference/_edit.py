@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from editspec.reference import _errors, _text
+from editspec.reference._arguments import check_bool, check_integer, check_text
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
 from editspec.reference._matching import Edited, edit_text
@@ -44,18 +45,31 @@ _RESOLVE_ATTEMPTS = 3
 _SPEC_FIELDS = frozenset(("old_string", "new_string", "replace_all", "line", "before", "after"))
 
 
-def coerce_edits(edits: object) -> tuple[EditSpec, ...]:
-    """The edits as EditSpecs: EditSpec or mappings with its keys; at least one."""
+def coerce_edits(edits: object, *, max_edits: int | None = None) -> tuple[EditSpec, ...]:
+    """The edits as EditSpecs: EditSpec or mappings with its keys; at least one.
+
+    Each field is checked here, before any I/O (types, a lone surrogate in a string, a
+    line number past 2**63 - 1); more than ``max_edits`` edits is TOO_LARGE
+    (``Limits.edits_per_call``). Spec: EDIT-*.
+    """
     if isinstance(edits, (EditSpec, Mapping)):
         edits = [edits]
     if isinstance(edits, (str, bytes)) or not isinstance(edits, Sequence):
         raise ToolError(_errors.INVALID_ARGUMENT, "edits must be a list of EditSpec")
     if not edits:
         raise ToolError(_errors.INVALID_ARGUMENT, "edits is empty; give at least one EditSpec")
+    if max_edits is not None and len(edits) > max_edits:
+        raise ToolError(
+            _errors.TOO_LARGE,
+            f"{len(edits)} edits in one call (at most {max_edits})",
+            limit="edits_per_call",
+            maximum=max_edits,
+            size=len(edits),
+        )
     specs: list[EditSpec] = []
     for index, item in enumerate(edits):
         if isinstance(item, EditSpec):
-            specs.append(item)
+            specs.append(_checked_spec(item, index))
             continue
         if not isinstance(item, Mapping):
             raise ToolError(
@@ -71,8 +85,23 @@ def coerce_edits(edits: object) -> tuple[EditSpec, ...]:
                 _errors.INVALID_ARGUMENT, f"edit {index + 1}: {problem}", edit_index=index
             )
         fields: dict[str, Any] = dict(item)
-        specs.append(EditSpec(**fields))
+        specs.append(_checked_spec(EditSpec(**fields), index))
     return tuple(specs)
+
+
+def _checked_spec(spec: EditSpec, index: int) -> EditSpec:
+    try:
+        check_text("old_string", spec.old_string, empty=True, nul=True)
+        check_text("new_string", spec.new_string, empty=True, nul=True)
+        check_bool("replace_all", spec.replace_all)
+        check_integer("line", spec.line, minimum=1)
+        check_text("before", spec.before, optional=True, nul=True)
+        check_text("after", spec.after, optional=True, nul=True)
+    except ToolError as exc:
+        raise ToolError(
+            exc.code, f"edit {index + 1}: {exc.message}", edit_index=index, **exc.details
+        ) from None
+    return spec
 
 
 def edit(
@@ -87,7 +116,7 @@ def edit(
     from editspec.reference._write import check_expected_sha256, check_message_id
 
     workspace = session.workspace
-    specs = coerce_edits(edits)
+    specs = coerce_edits(edits, max_edits=workspace.limits.edits_per_call)
     expected = check_expected_sha256(expected_sha256)
     message = check_message_id(message_id)
     for _ in range(_RESOLVE_ATTEMPTS):

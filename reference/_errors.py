@@ -74,14 +74,52 @@ class ToolError(Exception):
     def __init__(self, code: str, message: str, **details: Any) -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown error code {code!r}")
+        # An error never repeats a runaway input in full (Spec: PATH-061, LIMIT-030): a 5 MB
+        # argument quoted in a message must not come back as a 5 MB answer.
+        message = _bounded(message, MESSAGE_CHARS)
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
-        self.details = details
+        self.details = {key: _bounded_detail(value, 0) for key, value in details.items()}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Picklable across process pools (the explorer runs scenarios in workers).
         return (_rebuild, (self.code, self.message, self.details))
+
+
+MESSAGE_CHARS = 16 * 1024
+"""The longest error message; longer ones keep their start and say how long they were."""
+DETAIL_CHARS = 8 * 1024
+"""The longest string in ``details`` (above PATH_MAX, so a valid path is never cut)."""
+DETAIL_ITEMS = 256
+"""The most items of a list or mapping in ``details``."""
+
+
+def _bounded(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
+def _bounded_detail(value: Any, depth: int) -> Any:
+    """``value`` with long strings cut and long containers shortened; itself if in bounds."""
+    if isinstance(value, str):
+        return _bounded(value, DETAIL_CHARS)
+    if isinstance(value, bytes):
+        return value if len(value) <= DETAIL_CHARS else value[:DETAIL_CHARS]
+    if depth > 8 or not isinstance(value, (list, tuple, dict)):
+        return value
+    if isinstance(value, dict):
+        pairs = list(value.items())
+        bounded = [(key, _bounded_detail(item, depth + 1)) for key, item in pairs[:DETAIL_ITEMS]]
+        same = len(pairs) == len(bounded) and all(
+            new is old for (_, new), (_, old) in zip(bounded, pairs, strict=True)
+        )
+        return value if same else dict(bounded)
+    items = [_bounded_detail(item, depth + 1) for item in value[:DETAIL_ITEMS]]
+    if len(items) == len(value) and all(new is old for new, old in zip(items, value, strict=True)):
+        return value
+    return tuple(items) if isinstance(value, tuple) else items
 
 
 def _rebuild(code: str, message: str, details: dict[str, Any]) -> ToolError:

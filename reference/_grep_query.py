@@ -194,6 +194,48 @@ def _byte_filter(literals: Requirement) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(sorted(encoded)))
 
 
+_MAX_REPEAT = _sre_constants.MAX_REPEAT
+_MIN_REPEAT = _sre_constants.MIN_REPEAT
+_UNBOUNDED = _sre_constants.MAXREPEAT
+
+
+def _backtracking_repeat(items: Any, inside_repeat: bool = False) -> bool:
+    """Whether the parsed regex nests an unbounded quantifier in another with nothing else.
+
+    ``(a+)+``, ``(a*)*``, ``(\\w+\\s?)+``: a repeated body made only of repeats can split
+    a run of characters in exponentially many ways, and Python's backtracking tries them
+    all on a line that does not match (it cannot be interrupted from another thread). A
+    body with a fixed part (``(\\s*,\\s*\\w+)*``) cannot, and passes. A heuristic that
+    refuses the classic shape, not every slow regex. Spec: LIMIT-031.
+    """
+    for op, argument in items:
+        if op in (_MAX_REPEAT, _MIN_REPEAT):
+            _low, high, body = argument
+            if inside_repeat and high == _UNBOUNDED:
+                return True
+            if high > 1 and _only_repeats(body) and _backtracking_repeat(body, True):
+                return True
+            if _backtracking_repeat(body, False):
+                return True
+        elif op == _SUBPATTERN:
+            if _backtracking_repeat(argument[-1], inside_repeat):
+                return True
+        elif op == _BRANCH and any(_backtracking_repeat(b, False) for b in argument[1]):
+            return True
+    return False
+
+
+def _only_repeats(items: Any) -> bool:
+    """Every element of ``items`` is a quantifier (or a group of them)."""
+    for op, argument in items:
+        if op == _SUBPATTERN:
+            if not _only_repeats(argument[-1]):
+                return False
+        elif op not in (_MAX_REPEAT, _MIN_REPEAT):
+            return False
+    return True
+
+
 def compile_query(pattern: object, *, ignore_case: bool = False) -> GrepQuery:
     """Compile a Grep pattern; INVALID_ARGUMENT for anything Python's ``re`` rejects."""
     if not isinstance(pattern, str):
@@ -201,10 +243,21 @@ def compile_query(pattern: object, *, ignore_case: bool = False) -> GrepQuery:
     flags = re.IGNORECASE if ignore_case else 0
     try:
         regex = re.compile(pattern, flags)
+        parsed = _sre_parse.parse(pattern, flags)
     except (re.error, OverflowError, RecursionError, ValueError) as exc:
         raise ToolError(
-            _errors.INVALID_ARGUMENT, f"invalid regular expression: {exc}", pattern=pattern
+            _errors.INVALID_ARGUMENT,
+            f"invalid regular expression: {str(exc)[:200]}",
+            pattern=pattern[:200],
         ) from exc
+    if _backtracking_repeat(parsed.data if hasattr(parsed, "data") else parsed):
+        raise ToolError(
+            _errors.TOO_LARGE,
+            "the pattern nests a quantifier in another with nothing between them "
+            "(like (a+)+), which backtracks exponentially; write the repeated part once",
+            pattern=pattern[:200],
+            limit="backtracking",
+        )
     literals = required_literals(pattern, flags, python_safe)
     return GrepQuery(
         pattern=pattern,

@@ -22,3 +22,12 @@ class Limits:
     binary_preview_bytes: int = 64
     grep_file_bytes: int = 10 * MiB
     growth_warning_factor: int = 10
+    # Arguments (Spec: PATH-061, PATH-062, LIMIT-030, LIMIT-031). The file system's own
+    # PATH_MAX / NAME_MAX (``pathconf`` of the root) are a ceiling over the first two.
+    path_bytes: int = 4095  # Linux PATH_MAX less its NUL; INVALID_ARGUMENT beyond
+    name_bytes: int = 255  # NAME_MAX: one component
+    path_depth: int = 256  # components below the root, checked before any walk
+    grep_pattern_chars: int = 16 * KiB  # TOO_LARGE beyond
+    glob_pattern_chars: int = 4 * KiB  # TOO_LARGE beyond
+    edits_per_call: int = 1000  # TOO_LARGE beyond
+    grep_seconds: float = 60.0  # a grep without a deadline ends CANCELLED after this

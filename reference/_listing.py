@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from editspec.reference import _errors
+from editspec.reference._arguments import check_integer, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._paths import is_within
 from editspec.reference._results import ListEntry, ListResult
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 Key = tuple[tuple[int, str], ...]  # per level: (0 for a directory else 1, name)
 _CURSOR_VERSION = 1
+CURSOR_CHARS = 64 * 1024  # ours encode one key: a path below PATH_MAX and a kind
 
 
 def _cursor_bind(relative: str, depth: int, include_hidden: bool) -> dict[str, Any]:
@@ -197,6 +199,11 @@ def list_directory(
         raise ToolError(_errors.INVALID_ARGUMENT, "max_entries must be a positive integer")
     if not isinstance(include_hidden, bool):
         raise ToolError(_errors.INVALID_ARGUMENT, "include_hidden must be a boolean")
+    check_integer("depth", depth, minimum=1)
+    check_integer("max_entries", max_entries, minimum=1)
+    if cursor is not None and not isinstance(cursor, str):
+        raise ToolError(_errors.INVALID_ARGUMENT, "invalid cursor: not a string")
+    check_text("cursor", cursor, optional=True, max_chars=CURSOR_CHARS)
     resolved = workspace.resolve(path)
     if not resolved.exists:
         raise ToolError(_errors.NOT_FOUND, f"no such directory: {path}", path=path)

@@ -35,6 +35,7 @@ from warnings import catch_warnings, simplefilter
 import attrs
 
 from editspec.reference import _errors, _text
+from editspec.reference._arguments import MESSAGE_ID_CHARS, check_integer, check_text, excerpt
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
 from editspec.reference._results import NotebookResult
@@ -129,22 +130,25 @@ def _all_sorted(value: Any) -> bool:
 def _check_arguments(
     mode: object, cell_id: object, index: object, source: object, cell_type: object
 ) -> None:
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise ToolError(
-            _errors.INVALID_ARGUMENT, f"mode must be one of {', '.join(MODES)}, not {mode!r}"
+            _errors.INVALID_ARGUMENT,
+            f"mode must be one of {', '.join(MODES)}, not {excerpt(mode)}",
         )
     if cell_id is not None and (not isinstance(cell_id, str) or not cell_id):
         raise ToolError(_errors.INVALID_ARGUMENT, "cell_id must be a non-empty string")
+    check_text("cell_id", cell_id, optional=True, max_chars=MESSAGE_ID_CHARS)
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
         raise ToolError(_errors.INVALID_ARGUMENT, "index must be a non-negative integer")
+    check_integer("index", index, minimum=0)
     if cell_id is not None and index is not None:
         raise ToolError(_errors.INVALID_ARGUMENT, "give cell_id or index, not both")
     if mode != "insert" and cell_id is None and index is None:
         raise ToolError(_errors.INVALID_ARGUMENT, f"{mode} needs a cell_id or an index")
-    if cell_type is not None and cell_type not in CELL_TYPES:
+    if cell_type is not None and (not isinstance(cell_type, str) or cell_type not in CELL_TYPES):
         raise ToolError(
             _errors.INVALID_ARGUMENT,
-            f"cell_type must be one of {', '.join(CELL_TYPES)}, not {cell_type!r}",
+            f"cell_type must be one of {', '.join(CELL_TYPES)}, not {excerpt(cell_type)}",
         )
     if mode == "delete":
         if source is not None or cell_type is not None:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from editspec.reference import _errors, _text
+from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
 from editspec.reference._results import FileChange, PatchResult
@@ -85,6 +86,11 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
         raise ToolError(_errors.INVALID_ARGUMENT, "patch must be a string")
     if message_id is not None and (not isinstance(message_id, str) or not message_id):
         raise ToolError(_errors.INVALID_ARGUMENT, "message_id must be a non-empty string")
+    check_text("message_id", message_id, optional=True, max_chars=MESSAGE_ID_CHARS)
+    if len(patch) <= session.workspace.limits.patch_bytes:
+        # Text with a lone surrogate is not a patch anyone wrote: refused before parsing
+        # (a longer one is TOO_LARGE from the parser, before anything scans it).
+        check_text("patch", patch, empty=True, nul=True)
     parsed = parse_patch(patch, workspace.limits)
     planned = plan(session, parsed.ops)
     changes = [_planned_change(item) for item in planned]

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from editspec.reference import _errors
+from editspec.reference._arguments import excerpt
 from editspec.reference._errors import ToolError
 
 if TYPE_CHECKING:
@@ -139,9 +140,89 @@ def _requested_string(path: object) -> str:
     if "\0" in path:
         # Would be truncated by the C layer to a different path.
         raise ToolError(
-            _errors.INVALID_ARGUMENT, "the path contains a NUL byte", path=path.replace("\0", "\\0")
+            _errors.INVALID_ARGUMENT,
+            f"the path contains a NUL byte: {excerpt(path)}",
+            path=excerpt(path),
         )
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        # A lone surrogate the file system encoding cannot carry (Python's own
+        # surrogateescape names, U+DC80..U+DCFF, stand for raw bytes and pass).
+        raise ToolError(
+            _errors.INVALID_ARGUMENT,
+            f"the path cannot be encoded for the file system (character {exc.start}: "
+            f"{exc.reason}): {excerpt(path)}",
+            path=excerpt(path),
+        ) from None
     return path
+
+
+# -- bounds on a path, checked before any walk: PATH-061, PATH-062 ------------------------
+
+_CEILINGS: dict[str, tuple[int, int]] = {}
+
+
+def _file_system_ceilings(root: str) -> tuple[int, int]:
+    """The root file system's own (PATH_MAX less its NUL, NAME_MAX), or large defaults."""
+    known = _CEILINGS.get(root)
+    if known is not None:
+        return known
+    path_max, name_max = 1 << 20, 1 << 20
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        path_max = os.pathconf(root, "PC_PATH_MAX") - 1
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        name_max = os.pathconf(root, "PC_NAME_MAX")
+    _CEILINGS[root] = (path_max, name_max)
+    return path_max, name_max
+
+
+def _too_long(requested: str, message: str, **details: object) -> ToolError:
+    return ToolError(
+        _errors.INVALID_ARGUMENT,
+        f"{message}: {excerpt(requested)}",
+        path=excerpt(requested),
+        **details,
+    )
+
+
+def check_path_bounds(workspace: Workspace, requested: str, logical: str) -> None:
+    """INVALID_ARGUMENT for a path longer or deeper than the limits (before any lookup)."""
+    limits = workspace.limits
+    path_max, name_max = _file_system_ceilings(workspace.root)
+    max_bytes, max_name = min(limits.path_bytes, path_max), min(limits.name_bytes, name_max)
+    # The request itself first: a 5 MB string is refused before it is normalized.
+    for shown, value in (("the path", requested), ("the resolved path", logical)):
+        size = len(os.fsencode(value))
+        if size > max_bytes:
+            raise _too_long(
+                requested,
+                f"{shown} is {size} bytes long (at most {max_bytes}: PATH_MAX)",
+                limit="path_bytes",
+                maximum=max_bytes,
+                size=size,
+            )
+    names = [name for name in requested.split("/") if name not in ("", ".")]
+    for name in names:
+        size = len(os.fsencode(name))
+        if size > max_name:
+            raise _too_long(
+                requested,
+                f"a component is {size} bytes long (at most {max_name}: NAME_MAX)",
+                limit="name_bytes",
+                maximum=max_name,
+                size=size,
+            )
+    below = logical[len(workspace.root) :] if is_within(logical, workspace.root) else logical
+    depth = len([name for name in below.split(os.sep) if name])
+    if depth > limits.path_depth:
+        raise _too_long(
+            requested,
+            f"the path is {depth} directories deep (at most {limits.path_depth})",
+            limit="path_depth",
+            maximum=limits.path_depth,
+            size=depth,
+        )
 
 
 def _outside(requested: str, reason: str) -> ToolError:
@@ -411,13 +492,12 @@ class _Resolver:
         )
 
 
-def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath:
-    """Confine ``path`` to the workspace and resolve it to its canonical real path.
+def check_request(workspace: Workspace, path: object) -> tuple[str, str]:
+    """The checks of a user path that need no lookup: ``(requested, logical)``.
 
-    Raises INVALID_ARGUMENT (empty, NUL byte, symlink loop), OUTSIDE_WORKSPACE (``..``,
-    an absolute path elsewhere, a sibling sharing the root's prefix, a symlink at any depth
-    whose target, existing or not, is outside), NOT_FOUND (a component that is a file).
-    Spec: PATH-*.
+    INVALID_ARGUMENT for a non-string, an empty path, NUL, a string the file system
+    cannot encode, and a path beyond the bounds (``check_path_bounds``). ``logical`` is
+    the absolute path, lexically normalized. Spec: PATH-019, PATH-060, PATH-061, PATH-062.
     """
     requested = _requested_string(path)
     root = workspace.root
@@ -425,6 +505,20 @@ def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath
     logical = os.path.normpath(joined)
     if logical.startswith("//"):
         logical = "/" + logical.lstrip("/")  # POSIX keeps a leading "//"; it is "/" here
+    check_path_bounds(workspace, requested, logical)
+    return requested, logical
+
+
+def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath:
+    """Confine ``path`` to the workspace and resolve it to its canonical real path.
+
+    Raises INVALID_ARGUMENT (empty, NUL byte, a lone surrogate, longer than PATH_MAX or
+    NAME_MAX, deeper than ``limits.path_depth``, symlink loop), OUTSIDE_WORKSPACE (``..``,
+    an absolute path elsewhere, a sibling sharing the root's prefix, a symlink at any depth
+    whose target, existing or not, is outside), NOT_FOUND (a component that is a file).
+    Spec: PATH-*.
+    """
+    requested, logical = check_request(workspace, path)
     result = _Resolver(workspace, requested).resolve(logical)
     if requested.endswith(("/", os.sep)) and result.kind in (FILE, OTHER):
         # "name/" names a directory; the kernel says ENOTDIR for a file.

@@ -21,6 +21,7 @@ import codecs
 from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
+from editspec.reference._arguments import LARGEST_INTEGER, check_integer, check_text, excerpt
 from editspec.reference._errors import ToolError
 from editspec.reference._paths import DIR, MISSING, OTHER, WorkspacePath
 from editspec.reference._results import ReadResult
@@ -45,6 +46,8 @@ def _check_int(name: str, value: object, minimum: int) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ToolError(_errors.INVALID_ARGUMENT, f"{name} must be an integer", argument=name)
+    if value > LARGEST_INTEGER:
+        check_integer(name, value, minimum=minimum)  # the bounded refusal
     if value < minimum:
         raise ToolError(
             _errors.INVALID_ARGUMENT,
@@ -58,6 +61,9 @@ def _check_int(name: str, value: object, minimum: int) -> int | None:
 def _check_encoding(encoding: object) -> str:
     if not isinstance(encoding, str):
         raise ToolError(_errors.INVALID_ARGUMENT, "encoding must be a string")
+    # NUL or a lone surrogate would make codecs.lookup raise something else than
+    # LookupError; an absurdly long name is no encoding either.
+    check_text("encoding", encoding, max_chars=64)
     lowered = encoding.strip().lower()
     if lowered in (AUTO, BINARY):
         return lowered
@@ -68,7 +74,8 @@ def _check_encoding(encoding: object) -> str:
     if name not in TEXT_ENCODINGS:
         raise ToolError(
             _errors.INVALID_ARGUMENT,
-            f"unsupported encoding {encoding!r}; use auto, utf-8, utf-16-le, utf-16-be or binary",
+            f"unsupported encoding {excerpt(encoding)}; "
+            "use auto, utf-8, utf-16-le, utf-16-be or binary",
             encoding=encoding,
         )
     return name

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from editspec.reference import _errors, _text
+from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._results import RestoredFile, RewindResult
 from editspec.reference._snapshots import HistoryRecord, RecordedEntry
@@ -88,6 +89,7 @@ def rewind(session: Session, message_id: str) -> RewindResult:
     workspace = session.workspace
     if not isinstance(message_id, str) or not message_id:
         raise ToolError(_errors.INVALID_ARGUMENT, "message_id must be a non-empty string")
+    check_text("message_id", message_id, max_chars=MESSAGE_ID_CHARS)
     store = workspace.snapshots
     history = store.history(session.id)
     start = history.message_start.get(message_id)

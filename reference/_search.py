@@ -54,9 +54,18 @@ import attrs
 import pathspec
 
 from editspec.reference import _errors, _grep_py, _grep_rg, _wildmatch
+from editspec.reference._arguments import (
+    check_bool,
+    check_finite,
+    check_integer,
+    check_text,
+    excerpt,
+)
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference._grep_query import FileGroup, GrepQuery, compile_query
+from editspec.reference._limits import Limits
+from editspec.reference._paths import check_request
 from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
 from editspec.reference._walk import SearchTree
 
@@ -113,7 +122,73 @@ def _check_max(value: object, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ToolError(_errors.INVALID_ARGUMENT, f"{name} must be a positive integer")
-    return value
+    return check_integer(name, value, minimum=1)
+
+
+BRACE_GROUPS = 64
+"""The most ``{`` a glob or include pattern may hold (each one nests the expansion)."""
+BRACE_EXPANSIONS = 256
+"""The most alternatives a glob or include pattern may expand to."""
+
+
+def brace_alternatives(pattern: str, cap: int) -> int:
+    """An upper bound of ``len(_wildmatch.expand_braces(pattern))``, at most ``cap``.
+
+    Counted on the pattern's structure (a group adds its options' counts, a sequence
+    multiplies its groups'), never by expanding it: ``{a,b}`` twenty times is 2**20.
+    """
+    end = len(pattern)
+
+    def sequence(index: int, inside: bool) -> tuple[int, int]:
+        count = 1
+        while index < end:
+            char = pattern[index]
+            if char == "\\":
+                index += 2
+                continue
+            if inside and char in ",}":
+                return count, index
+            if char == "{":
+                total, after, closed = group(index + 1)
+                if closed:
+                    count, index = min(cap, count * total), after
+                    continue
+            index += 1
+        return count, index
+
+    def group(index: int) -> tuple[int, int, bool]:
+        total = 0
+        while True:
+            count, index = sequence(index, True)
+            total = min(cap, total + count)
+            if index >= end:
+                return 1, index, False  # unbalanced: literal
+            if pattern[index] == "}":
+                return total, index + 1, True
+            index += 1
+
+    return sequence(0, False)[0]
+
+
+def check_glob_pattern(name: str, pattern: object, limits: Limits) -> str:
+    """A glob (or include) pattern: text, bounded in length and in brace expansion.
+
+    Spec: GLOB-*.
+    """
+    text = check_text(name, pattern, max_chars=limits.glob_pattern_chars)
+    assert text is not None
+    if text.count("{") > BRACE_GROUPS or brace_alternatives(text, BRACE_EXPANSIONS + 1) > (
+        BRACE_EXPANSIONS
+    ):
+        raise ToolError(
+            _errors.TOO_LARGE,
+            f"{name} expands to more than {BRACE_EXPANSIONS} alternatives "
+            f"(or holds more than {BRACE_GROUPS} braces): {excerpt(text)}",
+            argument=name,
+            limit="brace_expansions",
+            maximum=BRACE_EXPANSIONS,
+        )
+    return text
 
 
 def _below(root: SearchRoot, directory: str) -> str:
@@ -220,6 +295,7 @@ def glob(
     """
     workspace = session.workspace
     limit = _check_max(max_results, "max_results")
+    check_glob_pattern("pattern", pattern, workspace.limits)  # before any I/O
     root = search_root(workspace, path)
     if not root.is_dir:
         raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
@@ -304,6 +380,7 @@ def why_ignored(session: Session, path: str) -> IgnoreExplanation:
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(text, str) or not text or "\0" in text:
         raise ToolError(_errors.INVALID_ARGUMENT, "path must be a non-empty string")
+    check_request(workspace, text)  # encodable and bounded, before any lookup
     parent, name = os.path.split(os.path.normpath(text))
     if name in ("", ".", ".."):
         # The root itself, or a path that climbs: let the resolver decide.
@@ -344,6 +421,9 @@ def canceller(deadline: float | None, cancel: threading.Event | None) -> Callabl
     """A check that raises CANCELLED once the deadline has passed or the token is set."""
     if deadline is not None and not isinstance(deadline, (int, float)):
         raise ToolError(_errors.INVALID_ARGUMENT, "deadline must be a time.monotonic() value")
+    check_finite("deadline", deadline)
+    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+        raise ToolError(_errors.INVALID_ARGUMENT, "cancel must be a threading.Event")
 
     def check() -> None:
         if cancel is not None and cancel.is_set():
@@ -354,11 +434,12 @@ def canceller(deadline: float | None, cancel: threading.Event | None) -> Callabl
     return check
 
 
-def _include(include: object) -> pathspec.GitIgnoreSpec | None:
+def _include(include: object, limits: Limits) -> pathspec.GitIgnoreSpec | None:
     if include is None:
         return None
     if not isinstance(include, str) or not include.strip() or "\0" in include:
         raise ToolError(_errors.INVALID_ARGUMENT, "include must be a non-empty glob pattern")
+    check_glob_pattern("include", include, limits)
     try:
         return pathspec.GitIgnoreSpec.from_lines(_wildmatch.expand_braces(include))
     except (ValueError, TypeError) as exc:
@@ -591,11 +672,16 @@ def grep(
     Spec: GREP-*.
     """
     workspace = session.workspace
+    limits = workspace.limits
+    if deadline is None:
+        # No caller's deadline is no licence to run forever (LIMIT-031).
+        deadline = time.monotonic() + limits.grep_seconds
     check = canceller(deadline, cancel)
     check()
-    query = compile_query(pattern, ignore_case=bool(ignore_case))
+    check_text("pattern", pattern, empty=True, max_chars=limits.grep_pattern_chars)
+    query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
     limit = _check_max(max_results, "max_results")
-    include_spec = _include(include)
+    include_spec = _include(include, limits)
     mode = workspace.grep_backend
     if mode not in BACKENDS:
         raise ToolError(_errors.INVALID_ARGUMENT, f"grep backend must be one of {BACKENDS}")

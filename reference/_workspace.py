@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from editspec.reference import _errors
 from editspec.reference._access import AccessTracker
+from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
 from editspec.reference._limits import Limits
@@ -86,6 +87,7 @@ class Workspace:
         """A session: its own read records and snapshot history. Spec: TRACK-*."""
         if not isinstance(session_id, str) or not session_id or "\0" in session_id:
             raise ToolError(_errors.INVALID_ARGUMENT, "session id must be a non-empty string")
+        check_text("session id", session_id, max_chars=MESSAGE_ID_CHARS)
         return Session(self, session_id)
 
     def resolve(self, path: str | os.PathLike[str]) -> WorkspacePath:

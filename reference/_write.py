@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
+from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._atomic import atomic_create, atomic_replace
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
@@ -58,6 +59,7 @@ def check_message_id(message_id: object) -> str | None:
         return None
     if not isinstance(message_id, str) or not message_id:
         raise ToolError(_errors.INVALID_ARGUMENT, "message_id must be a non-empty string")
+    check_text("message_id", message_id, max_chars=MESSAGE_ID_CHARS)
     return message_id
 
 

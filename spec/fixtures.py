@@ -29,6 +29,8 @@ from editspec.spec import _calls
 from editspec.spec._assertions import WrongCode, mark_from_implementation
 from editspec.spec.contract import Driver, DriverFactory
 
+_LONGEST_PATH = 4096  # bytes: Linux PATH_MAX
+
 
 def sha256(data: bytes | str) -> str:
     """Hex sha256 of bytes (a str is taken as its UTF-8 encoding)."""
@@ -85,7 +87,14 @@ class Disk:
 
     def remember(self, path: str | os.PathLike[str]) -> None:
         """Count ``path`` (and what it resolves to) as accounted for by leftovers()."""
-        candidate = Path(os.fspath(path))
+        name = os.fspath(path)
+        try:
+            too_long = len(os.fsencode(name)) > _LONGEST_PATH
+        except UnicodeEncodeError:  # not a name any file system holds (PATH-060)
+            return
+        if too_long:  # nor beyond PATH_MAX (PATH-061); resolving it would take seconds
+            return
+        candidate = Path(name)
         for variant in (candidate, Path(os.path.realpath(self.root / candidate))):
             relative = self._base_relative(variant)
             if relative is not None:

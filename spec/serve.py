@@ -44,7 +44,32 @@ INSTRUCTIONS = (
 
 
 def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    return unicode_safe(json.loads(json.dumps(value, default=str)))
+
+
+def unicode_safe(value: Any) -> Any:
+    """``value`` with every string made Unicode text, so the answer can be sent at all.
+
+    A file whose name is not UTF-8 reaches Python as surrogate escapes (``caf\\udce9``);
+    JSON cannot carry a lone surrogate and the SDK drops an answer it cannot encode, so
+    such a string is sent with its raw bytes spelled ``\\xe9``.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = value.encode("utf-8", "surrogateescape" if _escapes_only(value) else "replace")
+            return raw.decode("utf-8", "backslashreplace")
+        return value
+    if isinstance(value, dict):
+        return {unicode_safe(key): unicode_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unicode_safe(item) for item in value]
+    return value
+
+
+def _escapes_only(text: str) -> bool:
+    return all(not 0xD800 <= ord(char) <= 0xDFFF or 0xDC80 <= ord(char) <= 0xDCFF for char in text)
 
 
 def error_payload(exc: ToolError) -> dict[str, Any]:
@@ -87,7 +112,9 @@ def build_server(workspace: Workspace) -> Any:
 
     def failure(text: str, structured: dict[str, Any] | None) -> types.CallToolResult:
         return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=structured, is_error=True
+            content=[types.TextContent(text=unicode_safe(text))],
+            structured_content=structured,
+            is_error=True,
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -103,6 +130,7 @@ def build_server(workspace: Workspace) -> Any:
             return failure(str(exc), error_payload(exc))
         except Exception as exc:  # outside the error table: a tool error without a code
             return failure(f"internal error: {type(exc).__name__}: {exc}", None)
+        data = unicode_safe(data)
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(data, ensure_ascii=False))],
             structured_content=data,
@@ -118,12 +146,14 @@ def build_server(workspace: Workspace) -> Any:
 
 
 async def serve_stdio(workspace: Workspace) -> None:
-    """Serve ``workspace`` on stdin/stdout until the client closes stdin."""
-    from mcp.server.stdio import stdio_server
+    """Serve ``workspace`` on stdin/stdout until the client closes stdin.
 
-    server = build_server(workspace)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    Every line read is answered: the SDK's transport sits behind the request guard
+    (``_guarded_stdio``), which answers what the SDK would drop.
+    """
+    from editspec.spec._guarded_stdio import serve_guarded_stdio
+
+    await serve_guarded_stdio(build_server(workspace))
 
 
 def build_parser() -> argparse.ArgumentParser:

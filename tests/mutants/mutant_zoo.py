@@ -631,3 +631,95 @@ glob_follows_symlinks = _register(
         per_workspace=lambda ws: setattr(ws, "fs", _FollowingFileSystem()),
     )
 )
+
+
+# -- hostile input (PATH-060..062, LIMIT-030, LIMIT-031) ------------------------------------
+# Appended block: one careless argument check each.
+
+from editspec.reference import _errors as _hostile_errors  # noqa: E402
+from editspec.reference import _grep_query as _hostile_grep_query  # noqa: E402
+from editspec.reference import _search as _hostile_search  # noqa: E402
+
+
+def _surrogates_replaced() -> None:
+    original = _paths._requested_string
+
+    def requested(path: object) -> str:
+        if isinstance(path, str):
+            path = path.encode("utf-8", "replace").decode("utf-8")
+        return original(path)
+
+    _replace(_paths, "_requested_string", requested)
+
+
+surrogate_path_replaced = _register(
+    Mutant(
+        name="surrogate_path_replaced",
+        defect="A path that cannot be encoded has its lone surrogates replaced with '?': the "
+        "write lands on another file.",
+        areas=("PATH",),
+        install=_surrogates_replaced,
+    )
+)
+
+
+def _unbounded_paths() -> None:
+    _replace(_paths, "check_path_bounds", lambda workspace, requested, logical: None)
+    _replace(_hostile_errors, "_bounded", lambda text, limit: text)
+    _replace(_write, "_remove_directories", lambda workspace, created: None)
+
+
+unbounded_paths = _register(
+    Mutant(
+        name="unbounded_paths",
+        defect="Paths are not bounded before the walk, errors repeat them in full, and a "
+        "failed create leaves the parent directories it made.",
+        areas=("PATH",),
+        install=_unbounded_paths,
+    )
+)
+
+
+def _grep_pattern_echoed() -> None:
+    import re
+
+    careless_check = _hostile_search.check_text
+
+    def check_text(name: str, value: object, **options: Any) -> Any:
+        options.pop("max_chars", None)
+        return careless_check(name, value, **options)
+
+    def compile_query(pattern: str, *, ignore_case: bool = False) -> Any:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            message = f"invalid regular expression {pattern!r}: {exc}"
+            raise ToolError("INVALID_ARGUMENT", message) from exc
+        return _hostile_grep_query.compile_query(pattern, ignore_case=ignore_case)
+
+    _replace(_hostile_errors, "_bounded", lambda text, limit: text)
+    _replace(_hostile_search, "check_text", check_text)
+    _replace(_hostile_search, "compile_query", compile_query)
+
+
+grep_pattern_echoed = _register(
+    Mutant(
+        name="grep_pattern_echoed",
+        defect="Grep takes a pattern of any length and its error quotes the whole pattern back.",
+        areas=("LIMIT",),
+        install=_grep_pattern_echoed,
+    )
+)
+
+
+backtracking_allowed = _register(
+    Mutant(
+        name="backtracking_allowed",
+        defect="Grep hands a pattern that backtracks catastrophically to Python's re, which "
+        "cannot be stopped: the call hangs.",
+        areas=("LIMIT",),
+        install=lambda: _replace(
+            _hostile_grep_query, "_backtracking_repeat", lambda items, inside_repeat=False: False
+        ),
+    )
+)
