@@ -40,6 +40,7 @@ from editspec.reference._limits import Limits
 ADD = "add"
 DELETE = "delete"
 UPDATE = "update"
+COPY = "copy"
 CODEX = "codex"
 UNIFIED = "unified"
 
@@ -67,11 +68,19 @@ class Hunk:
     # Unified "\ No newline at end of file" after the old side's / the new side's last line.
     old_missing_newline: bool = False
     new_missing_newline: bool = False
+    # Unified diffs: each line is the file's bytes (a CR before the break is content) and
+    # ends with LF unless a marker says otherwise. Codex: lines take the file's newline.
+    exact_newlines: bool = False
 
 
 @attrs.frozen(kw_only=True)
 class FileOp:
-    """One file operation of a patch, in patch order."""
+    """One file operation of a patch, in patch order.
+
+    ``copy`` (git's ``copy from``/``copy to``) reads ``path`` and adds ``move_to``;
+    ``executable``: the git mode the diff gives the resulting file (True for 100755, False
+    for 100644), None when it says nothing.
+    """
 
     op: str
     path: str
@@ -79,6 +88,7 @@ class FileOp:
     content: str | None
     hunks: tuple[Hunk, ...]
     source_line: int
+    executable: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -92,10 +102,10 @@ class ParsedPatch:
 def parse_patch(text: str, limits: Limits) -> ParsedPatch:
     """Parse a Codex patch or a unified diff. Spec: PATCH-001, LIMIT-001."""
     _check_size(text, limits)
-    lines = text.split("\n")
+    raw = text.split("\n")
     if text.endswith("\n"):
-        lines.pop()  # the terminator of the last line starts no line
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        raw.pop()  # the terminator of the last line starts no line
+    lines = [line[:-1] if line.endswith("\r") else line for line in raw]
     budget = Budget(limits)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
@@ -109,11 +119,26 @@ def parse_patch(text: str, limits: Limits) -> ParsedPatch:
     else:
         from editspec.reference._patch_unified import parse_unified
 
-        ops, fmt = parse_unified(lines, budget, first), UNIFIED
+        # A unified diff's lines are the file's bytes: a CR before the line break is
+        # content, unless every line of the text ends in CRLF (a transport artifact).
+        content = lines if crlf_transport(text) else raw
+        ops, fmt = parse_unified(lines, content, budget, first), UNIFIED
     if not ops:
         raise syntax_error(first + 1, "at least one file operation", "the patch changes no file")
     _check_unique_paths(ops)
     return ParsedPatch(format=fmt, ops=tuple(ops))
+
+
+def crlf_transport(text: str) -> bool:
+    """Whether every line break of ``text`` is CRLF: line breaks added in transport.
+
+    ``diff`` and ``git diff`` end their own lines (headers, hunk headers, markers) with LF
+    whatever the files hold, so a diff whose every line, headers included, ends in CRLF
+    went through a conversion (a Windows clipboard, an editor, a mail client) that added
+    one CR per line. Those CRs are removed; any other CR is the file's.
+    """
+    breaks = text.count("\n")
+    return breaks > 0 and text.count("\r\n") == breaks
 
 
 def syntax_error(line: int, expected: str, problem: str) -> ToolError:
@@ -183,7 +208,8 @@ def _check_unique_paths(ops: Sequence[FileOp]) -> None:
     # Lexical only: aliases through symlinks are the transaction's to catch (canonical keys).
     seen: dict[str, int] = {}
     for op in ops:
-        for path in (op.path, op.move_to):
+        # A copy only reads its source: git names a file it also modifies as one.
+        for path in (op.move_to,) if op.op == COPY else (op.path, op.move_to):
             if path is None:
                 continue
             key = posixpath.normpath(path)
