@@ -120,9 +120,11 @@ def parse_patch(text: str, limits: Limits) -> ParsedPatch:
         from editspec.reference._patch_unified import parse_unified
 
         # A unified diff's lines are the file's bytes: a CR before the line break is
-        # content, unless every line of the text ends in CRLF (a transport artifact).
-        content = lines if crlf_transport(text) else raw
-        ops, fmt = parse_unified(lines, content, budget, first), UNIFIED
+        # content, unless every line of the text ends in CRLF (a transport artifact: the
+        # CRs go, and the hunks carry no line ends of their own, as in the Codex format).
+        transport = crlf_transport(text)
+        ops = parse_unified(lines, lines if transport else raw, budget, first, exact=not transport)
+        fmt = UNIFIED
     if not ops:
         raise syntax_error(first + 1, "at least one file operation", "the patch changes no file")
     _check_unique_paths(ops)
@@ -135,7 +137,10 @@ def crlf_transport(text: str) -> bool:
     ``diff`` and ``git diff`` end their own lines (headers, hunk headers, markers) with LF
     whatever the files hold, so a diff whose every line, headers included, ends in CRLF
     went through a conversion (a Windows clipboard, an editor, a mail client) that added
-    one CR per line. Those CRs are removed; any other CR is the file's.
+    one CR per line. Those CRs are removed, and the diff says nothing about line ends:
+    its lines are matched and added in the file's newline style, as a Codex patch's are
+    (so a CRLF file stays CRLF, as ``git apply`` leaves it, and an LF file gains no CR).
+    Anywhere else a CR before a line break is content.
     """
     breaks = text.count("\n")
     return breaks > 0 and text.count("\r\n") == breaks

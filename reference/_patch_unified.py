@@ -45,15 +45,18 @@ _NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
 _OTHER_GIT_LINES = ("index ", "similarity index ", "dissimilarity index ")
 
 
-def parse_unified(lines: list[str], content: list[str], budget: Budget, first: int) -> list[FileOp]:
+def parse_unified(
+    lines: list[str], content: list[str], budget: Budget, first: int, *, exact: bool = True
+) -> list[FileOp]:
     """Parse a unified diff from index ``first``.
 
     ``lines`` have the CR of a CRLF break removed (headers are read from them);
     ``content`` are the same lines as the hunks carry them: the file's bytes, a CR
-    before the break included (``parse_patch`` passes ``lines`` again when every break of
-    the text is CRLF: a transport artifact).
+    before the break included (``parse_patch`` passes ``lines`` again, and ``exact``
+    False, when every break of the text is CRLF: a transport artifact). ``exact``: the
+    hunks' lines carry their own line ends (``Hunk.exact_newlines``).
     """
-    return _UnifiedParser(lines, content, budget).parse(first)
+    return _UnifiedParser(lines, content, budget, exact).parse(first)
 
 
 @attrs.define
@@ -61,6 +64,7 @@ class _UnifiedParser:
     lines: list[str]
     content: list[str]
     budget: Budget
+    exact: bool = True
 
     def parse(self, first: int) -> list[FileOp]:
         lines = self.lines
@@ -284,7 +288,7 @@ class _UnifiedParser:
             source_line=start + 1,
             old_missing_newline=old_closed,
             new_missing_newline=new_closed,
-            exact_newlines=True,
+            exact_newlines=self.exact,
         )
         return hunk, j
 

@@ -13,13 +13,20 @@ documented departure (a binary patch: UNSUPPORTED).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from tests.reference.git_oracle import EMPTY_TREE, FORMS, Repo, Tree, compare, have_git
+from tests.reference.git_oracle import (
+    EMPTY_TREE,
+    FORMS,
+    Form,
+    Repo,
+    Tree,
+    compare,
+    have_git,
+    read_tree,
+)
 
 pytestmark = pytest.mark.skipif(not have_git(), reason="git is not installed on this machine")
 
@@ -98,7 +105,7 @@ def edited(draw: st.DrawFn, data: bytes) -> bytes:
         content = draw(st.sampled_from(LINES))
         at = draw(st.integers(0, len(lines)))
         if kind == "insert" or (kind in ("replace", "delete") and not lines):
-            lines.insert(at, (content, ending if at < len(lines) or not lines else ending))
+            lines.insert(at, (content, ending))
         elif kind == "replace":
             at = min(at, len(lines) - 1)
             lines[at] = (content, lines[at][1])
@@ -180,7 +187,7 @@ def histories(draw: st.DrawFn) -> list[Tree]:
 @EXAMPLES
 @given(history=histories(), forms=st.sets(st.sampled_from(FORMS), min_size=3, max_size=5))
 def test_every_diff_of_a_history_applies_as_git_applies_it(
-    tmp_path_factory: pytest.TempPathFactory, history: list[Tree], forms: set
+    tmp_path_factory: pytest.TempPathFactory, history: list[Tree], forms: set[Form]
 ) -> None:
     base = tmp_path_factory.mktemp("history")
     repo = Repo(base / "repo")
@@ -192,10 +199,4 @@ def test_every_diff_of_a_history_applies_as_git_applies_it(
             event(f"{outcome}: {form.name}")
             if outcome == "applied":
                 # git's own result is the child commit's tree
-                assert _applied_tree(base / "work") == history[k], form.name
-
-
-def _applied_tree(work: Path) -> Tree:
-    from tests.reference.git_oracle import read_tree
-
-    return read_tree(work / "git")
+                assert read_tree(base / "work" / "git") == history[k], form.name

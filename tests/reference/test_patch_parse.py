@@ -380,7 +380,16 @@ def test_git_diff_with_every_construct() -> None:
         ("update", "script.sh", None, None, 47),  # a mode change alone
         ("delete", "was-empty", None, None, 50),
     ]
-    assert [op.executable for op in parsed.ops] == [None, False, None, False, None, None, True, None]
+    assert [op.executable for op in parsed.ops] == [
+        None,
+        False,
+        None,
+        False,
+        None,
+        None,
+        True,
+        None,
+    ]
     update = parsed.ops[0]
     assert update.hunks == (
         Hunk(
