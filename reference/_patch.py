@@ -33,6 +33,12 @@ Decisions:
   a move of a path that *is* a symlink is UNSUPPORTED: it would act on the target and
   leave the link dangling, which is not what removing or renaming a name means.
 * A move onto its own path names that path twice: INVALID_ARGUMENT.
+* git's copy is an add of the new file from the source's bytes before the patch (git's
+  patches do not depend on their order); the source is only read and needs no read in
+  the session. git's modes set or clear the executable bit (a mode change alone is an
+  update with the same bytes). A unified deletion's hunks must empty the file
+  (NO_MATCH). A UTF-8 BOM is the first line's when a unified diff names it (git's
+  lines are bytes), and is kept apart otherwise.
 """
 
 from __future__ import annotations

@@ -21,9 +21,13 @@ inside a hunk as an empty context line (trailing ones are dropped as separators)
 unified-style "@@ -a,b +c,d @@" hunk header (its old start becomes a line hint).
 
 Unified diffs: ``diff -u`` / ``diff -ruN`` and ``git diff`` output, several files, with
-git's extended headers (new/deleted file mode, rename from/to), ``/dev/null``, epoch
-timestamps for absent files (``diff -N``), ``a/``/``b/`` prefixes and
-``\\ No newline at end of file``. Hunk line counts are validated both ways.
+git's extended headers (new/deleted file mode, old/new mode, rename and copy from/to),
+``/dev/null``, epoch timestamps for absent files (``diff -N``), git's prefixes (``a/`` and
+``b/``, none, or custom ones) and ``\\ No newline at end of file``. Hunk line counts are
+validated both ways. Their lines are the file's bytes, as ``git apply`` reads them: a CR
+before a line break is content (``Hunk.exact_newlines``), except in a text whose every
+line break is CRLF, headers included (``crlf_transport``). Binary patches, symbolic links
+and submodules are UNSUPPORTED.
 """
 
 from __future__ import annotations

@@ -28,10 +28,16 @@ previous hunk matched. Where a hunk goes:
 - A hunk with no old side inserts: at the hint's line (unified), right after its ``@@``
   header, or else at the end of the file (an empty file included).
 
-Context lines keep the file's own bytes (also when matched fuzzily); removed lines go;
-added lines take the file's newline: CRLF where most terminators are CRLF, else LF. The
-file keeps ending with a newline or not, unless a unified ``\\ No newline at end of file``
-says otherwise; an empty file counts as ending with one.
+Context lines keep the file's own bytes (also when matched fuzzily); removed lines go.
+
+Line ends differ by format. Codex hunks (and a unified diff that arrived with CRLF
+everywhere): lines end in "\\n" or "\\r\\n" and are matched without them; added lines take
+the file's newline, CRLF where most terminators are CRLF, else LF; the file keeps ending
+with a newline or not, unless a ``\\ No newline at end of file`` says otherwise; an empty
+file counts as ending with one. Unified hunks (``Hunk.exact_newlines``, ``git apply``'s
+reading): the file is split at "\\n" only, a CR is content, each line is matched with its
+terminator (the last line may have none; the tolerant strategies ignore it), and every
+added line ends as the diff says: "\\n", or nothing after the marker.
 """
 
 from __future__ import annotations

@@ -6,9 +6,18 @@ between files (a mail preamble, "Index:" lines, "Only in ...") is skipped. Hunk 
 are validated both ways: a hunk that ends early or runs on is PATCH_SYNTAX.
 
 Names: ``/dev/null`` (or, for ``diff -N``, an epoch timestamp with an empty range) marks an
-absent side; git's ``a/``/``b/`` prefixes are dropped, and so are the two different top
-directories of ``diff -ru old/ new/``. When a traditional diff names two different files,
-the '+++' name is patched (as ``git apply`` does); in a git diff two names are a rename.
+absent side; git's prefixes are dropped (``a/``/``b/``, none with ``--no-prefix``, or custom
+ones: whatever the ``diff --git`` line puts before the one path its names share), and so
+are the two different top directories of ``diff -ru old/ new/``. When a traditional diff
+names two different files, the '+++' name is patched (as ``git apply`` does); in a git diff
+two names are a rename, and 'rename from/to' and 'copy from/to' name the paths exactly.
+A name is quoted C-style when git quotes it (``core.quotePath``); a name with a space ends
+at git's trailing tab.
+
+git's extended headers: 'new file mode'/'new mode' give ``FileOp.executable`` (a mode change
+alone is an update without hunks); a mode that is not a regular file's (a symbolic link,
+a submodule) and a binary section ('GIT binary patch', 'Binary files ... differ') are
+UNSUPPORTED, for the whole patch. A copy is ``COPY``: its source is read, not changed.
 """
 
 from __future__ import annotations
