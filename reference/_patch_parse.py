@@ -127,7 +127,9 @@ def parse_patch(text: str, limits: Limits) -> ParsedPatch:
         # content, unless every line of the text ends in CRLF (a transport artifact: the
         # CRs go, and the hunks carry no line ends of their own, as in the Codex format).
         transport = crlf_transport(text)
-        ops = parse_unified(lines, lines if transport else raw, budget, first, exact=not transport)
+        # A naive conversion turns a CRLF line into "\r\r\n": every CR before the break goes.
+        content = [line.rstrip("\r") for line in raw] if transport else raw
+        ops = parse_unified(lines, content, budget, first, exact=not transport)
         fmt = UNIFIED
     if not ops:
         raise syntax_error(first + 1, "at least one file operation", "the patch changes no file")
@@ -141,8 +143,9 @@ def crlf_transport(text: str) -> bool:
     ``diff`` and ``git diff`` end their own lines (headers, hunk headers, markers) with LF
     whatever the files hold, so a diff whose every line, headers included, ends in CRLF
     went through a conversion (a Windows clipboard, an editor, a mail client) that added
-    one CR per line. Those CRs are removed, and the diff says nothing about line ends:
-    its lines are matched and added in the file's newline style, as a Codex patch's are
+    one CR to every line (a line that had one then ends in two). The CRs before each line
+    break are removed, and the diff says nothing about line ends: its lines are matched
+    and added in the file's newline style, as a Codex patch's are
     (so a CRLF file stays CRLF, as ``git apply`` leaves it, and an LF file gains no CR).
     Anywhere else a CR before a line break is content.
     """

@@ -217,11 +217,13 @@ def test_codex_patches_agree_with_openai_agents_apply_diff(
     assert not clobber
     assert their_error is None, f"editspec applied; apply_diff refused: {their_error}"
     assert set(ours) == set(theirs)
+    origin = {move_to: path for op, path, move_to, _ in ops if move_to}
     for path, text in ours.items():
         other = theirs[path]
+        before = tree.get(origin.get(path, path), "")
         if path in added:
             assert text == other + "\n", path  # apply_diff's create mode ends unterminated
-        elif "\r\n" in tree.get(path, "") and "\n" in tree[path].replace("\r\n", ""):
+        elif "\r\n" in before and "\n" in before.replace("\r\n", ""):
             assert normalised(text) == normalised(other), path  # mixed: apply_diff makes CRLF
             event("departure: mixed endings")
         else:
