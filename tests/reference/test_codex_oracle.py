@@ -222,7 +222,8 @@ def test_codex_patches_agree_with_openai_agents_apply_diff(
         other = theirs[path]
         before = tree.get(origin.get(path, path), "")
         if path in added:
-            assert text == other + "\n", path  # apply_diff's create mode ends unterminated
+            # apply_diff's create mode leaves the last line unterminated
+            assert text == (other + "\n" if text else other), path
         elif "\r\n" in before and "\n" in before.replace("\r\n", ""):
             assert normalised(text) == normalised(other), path  # mixed: apply_diff makes CRLF
             event("departure: mixed endings")
