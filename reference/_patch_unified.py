@@ -159,6 +159,10 @@ class _UnifiedParser:
             old, new = _git_names(header, i, None, needed=not named)
         copied = "copy from" in named or "copy to" in named
         verb = "copy" if copied else "rename"
+        if named and not {f"{verb} from", f"{verb} to"} <= set(named):
+            raise syntax_error(
+                i + 1, f"'{verb} from' and '{verb} to'", f"a {verb} without both names"
+            )
         old = named.get(f"{verb} from", old)
         new = named.get(f"{verb} to", new)
         if new_file:
@@ -167,7 +171,7 @@ class _UnifiedParser:
             new = None
         if copied:
             if old is None or new is None:
-                raise syntax_error(i + 1, "'copy from' and 'copy to'", "a copy without both names")
+                raise syntax_error(i + 1, "'copy from' and 'copy to'", "a new or deleted copy")
             op = FileOp(
                 op=COPY, path=old, move_to=new, content=None, hunks=tuple(hunks), source_line=i + 1
             )

@@ -203,9 +203,15 @@ def test_a_bad_mode_is_a_syntax_error() -> None:
     assert (error.code, error.details["line"]) == (PATCH_SYNTAX, 2)
 
 
-def test_a_copy_needs_both_names() -> None:
-    error = refused("diff --git a/f b/f\nnew file mode 100644\ncopy to g\n")
-    assert error.code == PATCH_SYNTAX
+@pytest.mark.parametrize(
+    "section",
+    [
+        "diff --git a/f b/g\ncopy to g\n",
+        "diff --git a/f b/g\nnew file mode 100644\ncopy from f\ncopy to g\n",
+    ],
+)
+def test_a_copy_needs_both_names_and_both_files(section: str) -> None:
+    assert refused(section).code == PATCH_SYNTAX
 
 
 def test_mode_changes_alone_and_with_content() -> None:
@@ -331,3 +337,21 @@ def test_an_update_without_hunks_or_mode_is_a_syntax_error(root: Path, session) 
     with pytest.raises(ToolError) as info:
         _plan_one(session, empty, target, None)
     assert info.value.code == PATCH_SYNTAX
+
+
+def test_a_transport_crlf_diff_honours_its_markers() -> None:
+    drop = "--- a/f\r\n+++ b/f\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n\\ No newline at end of file\r\n"
+    assert apply_diff("a\n", drop) == "b"
+    add = "--- a/f\r\n+++ b/f\r\n@@ -1 +1 @@\r\n-a\r\n\\ No newline at end of file\r\n+b\r\n"
+    assert apply_diff("a", add) == "b\n"
+
+
+@pytest.mark.parametrize(
+    "diff",
+    [
+        "diff --git a/x y/z\nold mode 100644\nnew mode 100755\n",  # names unreadable
+        "diff --git a/x y/z\nsimilarity index 100%\nrename from x\n",  # one of two names
+    ],
+)
+def test_git_sections_whose_names_cannot_be_read(diff: str) -> None:
+    assert refused(diff).code == PATCH_SYNTAX
