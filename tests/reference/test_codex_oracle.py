@@ -33,7 +33,7 @@ from editspec.reference import ToolError, Workspace
 apply_diff_module = pytest.importorskip("agents.apply_diff")
 apply_diff = apply_diff_module.apply_diff
 
-EXAMPLES = settings(max_examples=max(10, settings.default.max_examples))
+EXAMPLES = settings(max_examples=max(10, settings.default.max_examples // 2))
 LINES = ("alpha", "beta", "gamma", "", "  indented", "x = 1", "}", "trailing  ", "naïve — ok")
 NAMES = ("a.txt", "b.txt", "c.txt", "d/e.txt", "f g.txt")
 
