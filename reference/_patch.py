@@ -33,6 +33,12 @@ Decisions:
   a move of a path that *is* a symlink is UNSUPPORTED: it would act on the target and
   leave the link dangling, which is not what removing or renaming a name means.
 * A move onto its own path names that path twice: INVALID_ARGUMENT.
+* git's copy is an add of the new file from the source's bytes before the patch (git's
+  patches do not depend on their order); the source is only read and needs no read in
+  the session. git's modes set or clear the executable bit (a mode change alone is an
+  update with the same bytes). A unified deletion's hunks must empty the file
+  (NO_MATCH). A UTF-8 BOM is the first line's when a unified diff names it (git's
+  lines are bytes), and is kept apart otherwise.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class _Planned:
     mode: int | None  # permission bits of the existing file
     diff: str
     warnings: tuple[str, ...] = ()
+    executable: bool | None = None  # git's mode for the result (None: the mode is kept)
 
 
 def apply_patch(session: Session, patch: str, *, message_id: str | None = None) -> PatchResult:
@@ -147,7 +154,8 @@ def plan(session: Session, ops: Sequence[FileOp]) -> list[_Planned]:
     seen: dict[str, str] = {}
     for op, source, dest in resolved:
         for path, named in ((source, op.path), (dest, op.move_to)):
-            if path is None:
+            # A copy only reads its source (git names a file it also changes as one).
+            if path is None or (op.op == "copy" and path is source):
                 continue
             # Aliases (a symlink inside the root) share one canonical key (PATH-*).
             key = path.canonical_key
@@ -188,11 +196,24 @@ def _plan_one(
             new_bytes=new_bytes,
             mode=None,
             diff=unified_diff(display, "", content, old_exists=False),
+            executable=op.executable,
         )
+    if op.op == "copy":
+        assert dest is not None
+        return _plan_copy(session, op, source, dest)
     old_bytes, mode = _read_existing(session, source, display)
     if op.op == "delete" or dest is not None:
         _refuse_symlink(workspace, source, display)
     if op.op == "delete":
+        if op.hunks:
+            # A unified deletion says what the file holds: git apply checks it, so do we.
+            emptied, _, _ = _apply_hunks(op, old_bytes, display, None)
+            if emptied:
+                raise ToolError(
+                    _errors.NO_MATCH,
+                    f"{display}: the deletion's hunks do not cover the whole file",
+                    path=display,
+                )
         decoded = _text.decode(old_bytes)
         diff = "" if decoded is None else unified_diff(display, decoded.text, "", new_exists=False)
         return _Planned(
@@ -219,8 +240,8 @@ def _plan_one(
             )
     warnings: tuple[str, ...] = ()
     if not op.hunks:
-        # A pure move: the bytes travel unchanged, whatever they are.
-        if dest is None:
+        # A pure move (or git's mode change alone): the bytes travel unchanged.
+        if dest is None and op.executable is None:
             raise ToolError(
                 _errors.PATCH_SYNTAX, f"Update File {display} has no change", path=display
             )
@@ -239,6 +260,47 @@ def _plan_one(
         mode=mode,
         diff=diff,
         warnings=warnings,
+        executable=op.executable,
+    )
+
+
+def _plan_copy(
+    session: Session, op: FileOp, source: WorkspacePath, dest: WorkspacePath
+) -> _Planned:
+    """git's copy: a new file from the source's bytes, as they are before the patch.
+
+    The source is only read, so it needs no read in this session; the new file is an
+    add (no clobber), with the source's mode unless the diff gives one.
+    """
+    workspace = session.workspace
+    display, display_to = source.logical_relative, dest.logical_relative
+    old_bytes, mode = _read_existing(session, source, display, fresh=False)
+    if _lstat(workspace, dest.real) is not None:
+        raise ToolError(
+            _errors.ALREADY_EXISTS,
+            f"cannot copy {display} to {display_to}: it already exists",
+            path=display_to,
+        )
+    warnings: tuple[str, ...] = ()
+    if op.hunks:
+        new_bytes, _, warnings = _apply_hunks(op, old_bytes, display, display_to)
+    else:
+        new_bytes = old_bytes
+    _check_size(workspace, display_to, len(new_bytes))
+    decoded = _text.decode(new_bytes)
+    diff = "" if decoded is None else unified_diff(display_to, "", decoded.text, old_exists=False)
+    return _Planned(
+        op="add",
+        source=dest,
+        dest=None,
+        display=display_to,
+        display_to=None,
+        old_bytes=None,
+        new_bytes=new_bytes,
+        mode=None,
+        diff=diff,
+        warnings=warnings,
+        executable=bool(mode & 0o100) if op.executable is None else op.executable,
     )
 
 
@@ -260,10 +322,21 @@ def _apply_hunks(
         raise ToolError(
             _errors.BINARY, f"{display} is a binary file; it cannot be patched", path=display
         )
-    new_text, warnings = apply_hunks(decoded.text, op.hunks, path=display)
-    new_bytes = _text.encode(new_text, decoded)
-    diff = unified_diff(display, decoded.text, new_text)
+    text, like = decoded.text, decoded
+    if decoded.bom and decoded.encoding == _text.UTF8 and _mentions_bom(op):
+        # git's first line starts with the BOM's bytes: here the BOM is the text's to keep
+        # or drop. A diff that never names it (written by hand) leaves it as it is.
+        text, like = "\ufeff" + text, attrs.evolve(decoded, bom=False)
+    new_text, warnings = apply_hunks(text, op.hunks, path=display)
+    new_bytes = _text.encode(new_text, like)
+    diff = unified_diff(display, text, new_text)
     return new_bytes, diff, tuple(warnings)
+
+
+def _mentions_bom(op: FileOp) -> bool:
+    return any(
+        hunk.exact_newlines and "\ufeff" in text for hunk in op.hunks for _, text in hunk.lines
+    )
 
 
 def _lstat(workspace: Workspace, real: str) -> os.stat_result | None:
@@ -275,8 +348,11 @@ def _lstat(workspace: Workspace, real: str) -> os.stat_result | None:
         raise _errors.from_oserror(exc, real, action="inspect") from exc
 
 
-def _read_existing(session: Session, path: WorkspacePath, display: str) -> tuple[bytes, int]:
-    """The bytes and mode of a file the patch changes; it must be fresh in this session."""
+def _read_existing(
+    session: Session, path: WorkspacePath, display: str, *, fresh: bool = True
+) -> tuple[bytes, int]:
+    """The bytes and mode of a file the patch changes; it must be fresh in this session
+    (``fresh``; a copy's source is only read)."""
     workspace = session.workspace
     status = _lstat(workspace, path.real)
     if status is None:
@@ -291,6 +367,8 @@ def _read_existing(session: Session, path: WorkspacePath, display: str) -> tuple
     except OSError as exc:
         raise _errors.from_oserror(exc, display, action="read") from exc
     _check_size(workspace, display, len(data))
+    if not fresh:
+        return data, stat.S_IMODE(status.st_mode)
     # Every existing file an ApplyPatch updates, deletes or moves (WRITE-*, TRACK-*).
     workspace.access.require_fresh(
         session.id, path.canonical_key, current_sha256=_text.sha256_hex(data), display_path=display
@@ -340,6 +418,7 @@ def _planned_change(item: _Planned) -> PlannedChange:
         old_bytes=item.old_bytes,
         new_bytes=item.new_bytes,
         mode=None,  # the transaction keeps the mode it finds under the lock
+        executable=item.executable,
     )
 
 

@@ -21,9 +21,13 @@ inside a hunk as an empty context line (trailing ones are dropped as separators)
 unified-style "@@ -a,b +c,d @@" hunk header (its old start becomes a line hint).
 
 Unified diffs: ``diff -u`` / ``diff -ruN`` and ``git diff`` output, several files, with
-git's extended headers (new/deleted file mode, rename from/to), ``/dev/null``, epoch
-timestamps for absent files (``diff -N``), ``a/``/``b/`` prefixes and
-``\\ No newline at end of file``. Hunk line counts are validated both ways.
+git's extended headers (new/deleted file mode, old/new mode, rename and copy from/to),
+``/dev/null``, epoch timestamps for absent files (``diff -N``), git's prefixes (``a/`` and
+``b/``, none, or custom ones) and ``\\ No newline at end of file``. Hunk line counts are
+validated both ways. Their lines are the file's bytes, as ``git apply`` reads them: a CR
+before a line break is content (``Hunk.exact_newlines``), except in a text whose every
+line break is CRLF, headers included (``crlf_transport``). Binary patches, symbolic links
+and submodules are UNSUPPORTED.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from editspec.reference._limits import Limits
 ADD = "add"
 DELETE = "delete"
 UPDATE = "update"
+COPY = "copy"
 CODEX = "codex"
 UNIFIED = "unified"
 
@@ -67,11 +72,19 @@ class Hunk:
     # Unified "\ No newline at end of file" after the old side's / the new side's last line.
     old_missing_newline: bool = False
     new_missing_newline: bool = False
+    # Unified diffs: each line is the file's bytes (a CR before the break is content) and
+    # ends with LF unless a marker says otherwise. Codex: lines take the file's newline.
+    exact_newlines: bool = False
 
 
 @attrs.frozen(kw_only=True)
 class FileOp:
-    """One file operation of a patch, in patch order."""
+    """One file operation of a patch, in patch order.
+
+    ``copy`` (git's ``copy from``/``copy to``) reads ``path`` and adds ``move_to``;
+    ``executable``: the git mode the diff gives the resulting file (True for 100755, False
+    for 100644), None when it says nothing.
+    """
 
     op: str
     path: str
@@ -79,6 +92,7 @@ class FileOp:
     content: str | None
     hunks: tuple[Hunk, ...]
     source_line: int
+    executable: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -92,10 +106,10 @@ class ParsedPatch:
 def parse_patch(text: str, limits: Limits) -> ParsedPatch:
     """Parse a Codex patch or a unified diff. Spec: PATCH-001, LIMIT-001."""
     _check_size(text, limits)
-    lines = text.split("\n")
+    raw = text.split("\n")
     if text.endswith("\n"):
-        lines.pop()  # the terminator of the last line starts no line
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        raw.pop()  # the terminator of the last line starts no line
+    lines = [line[:-1] if line.endswith("\r") else line for line in raw]
     budget = Budget(limits)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
@@ -109,11 +123,34 @@ def parse_patch(text: str, limits: Limits) -> ParsedPatch:
     else:
         from editspec.reference._patch_unified import parse_unified
 
-        ops, fmt = parse_unified(lines, budget, first), UNIFIED
+        # A unified diff's lines are the file's bytes: a CR before the line break is
+        # content, unless every line of the text ends in CRLF (a transport artifact: the
+        # CRs go, and the hunks carry no line ends of their own, as in the Codex format).
+        transport = crlf_transport(text)
+        # A naive conversion turns a CRLF line into "\r\r\n": every CR before the break goes.
+        content = [line.rstrip("\r") for line in raw] if transport else raw
+        ops = parse_unified(lines, content, budget, first, exact=not transport)
+        fmt = UNIFIED
     if not ops:
         raise syntax_error(first + 1, "at least one file operation", "the patch changes no file")
     _check_unique_paths(ops)
     return ParsedPatch(format=fmt, ops=tuple(ops))
+
+
+def crlf_transport(text: str) -> bool:
+    """Whether every line break of ``text`` is CRLF: line breaks added in transport.
+
+    ``diff`` and ``git diff`` end their own lines (headers, hunk headers, markers) with LF
+    whatever the files hold, so a diff whose every line, headers included, ends in CRLF
+    went through a conversion (a Windows clipboard, an editor, a mail client) that added
+    one CR to every line (a line that had one then ends in two). The CRs before each line
+    break are removed, and the diff says nothing about line ends: its lines are matched
+    and added in the file's newline style, as a Codex patch's are
+    (so a CRLF file stays CRLF, as ``git apply`` leaves it, and an LF file gains no CR).
+    Anywhere else a CR before a line break is content.
+    """
+    breaks = text.count("\n")
+    return breaks > 0 and text.count("\r\n") == breaks
 
 
 def syntax_error(line: int, expected: str, problem: str) -> ToolError:
@@ -183,7 +220,8 @@ def _check_unique_paths(ops: Sequence[FileOp]) -> None:
     # Lexical only: aliases through symlinks are the transaction's to catch (canonical keys).
     seen: dict[str, int] = {}
     for op in ops:
-        for path in (op.path, op.move_to):
+        # A copy only reads its source: git names a file it also modifies as one.
+        for path in (op.move_to,) if op.op == COPY else (op.path, op.move_to):
             if path is None:
                 continue
             key = posixpath.normpath(path)

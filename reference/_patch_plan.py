@@ -28,10 +28,16 @@ previous hunk matched. Where a hunk goes:
 - A hunk with no old side inserts: at the hint's line (unified), right after its ``@@``
   header, or else at the end of the file (an empty file included).
 
-Context lines keep the file's own bytes (also when matched fuzzily); removed lines go;
-added lines take the file's newline: CRLF where most terminators are CRLF, else LF. The
-file keeps ending with a newline or not, unless a unified ``\\ No newline at end of file``
-says otherwise; an empty file counts as ending with one.
+Context lines keep the file's own bytes (also when matched fuzzily); removed lines go.
+
+Line ends differ by format. Codex hunks (and a unified diff that arrived with CRLF
+everywhere): lines end in "\\n" or "\\r\\n" and are matched without them; added lines take
+the file's newline, CRLF where most terminators are CRLF, else LF; the file keeps ending
+with a newline or not, unless a ``\\ No newline at end of file`` says otherwise; an empty
+file counts as ending with one. Unified hunks (``Hunk.exact_newlines``, ``git apply``'s
+reading): the file is split at "\\n" only, a CR is content, each line is matched with its
+terminator (the last line may have none; the tolerant strategies ignore it), and every
+added line ends as the diff says: "\\n", or nothing after the marker.
 """
 
 from __future__ import annotations
@@ -96,8 +102,11 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tu
     Raises NO_MATCH or AMBIGUOUS (details: path, hunk, line = the hunk's patch line).
     Spec: PATCH-003, PATCH-004, PATCH-005.
     """
-    lines = split_lines(text)
-    finder = _Finder([content for content, _ in lines])
+    exact = any(hunk.exact_newlines for hunk in hunks)
+    lines = _exact_lines(text) if exact else split_lines(text)
+    # Unified: a line's terminator is part of what it must match (the last line may
+    # have none); Codex: only its content.
+    finder = _Finder([content + ending if exact else content for content, ending in lines])
     newline = _newline_for_inserts(lines)
     final_newline = not text or text.endswith("\n")
     warnings: list[str] = []
@@ -106,8 +115,11 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tu
     shift = 0  # where the previous unified hunk applied, minus where its header said
     for number, hunk in enumerate(hunks, 1):
         where = _Where(path=path, number=number, hunk=hunk)
-        old_size = sum(kind != "+" for kind, _ in hunk.lines)
-        start, strategy = _locate(finder, hunk, cursor, shift, where)
+        old_side, new_side = _sides(hunk) if exact else _codex_sides(hunk, newline)
+        old_size = len(old_side)
+        start, strategy = _locate(
+            finder, hunk, [content + ending for content, ending in old_side], cursor, shift, where
+        )
         if strategy != EXACT:
             warnings.append(
                 f"{where}: matched at line {start + 1} only with the "
@@ -120,21 +132,67 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tu
             shift = start - base
         out.extend(lines[cursor:start])
         region = iter(lines[start : start + old_size])
-        for kind, content in hunk.lines:
+        added = iter(new_side)
+        for kind, _ in hunk.lines:
             if kind == "+":
-                out.append((content, newline))
+                out.append(next(added))
             elif kind == " ":
-                out.append(next(region))
+                out.append(next(region))  # context keeps the file's own bytes
+                next(added)
             else:
                 next(region)
         cursor = start + old_size
-        if cursor == len(lines):
+        if cursor == len(lines) and not exact:
             if hunk.new_missing_newline:
                 final_newline = False
             elif hunk.old_missing_newline:
                 final_newline = True
     out.extend(lines[cursor:])
+    if exact:
+        # Every line ends as its source says; one with no terminator (the file's last
+        # line, matched tolerantly) that is no longer last gets one.
+        return "".join(
+            content + (ending or ("\n" if k < len(out) - 1 else ""))
+            for k, (content, ending) in enumerate(out)
+        ), tuple(warnings)
     return _join(out, newline, final_newline), tuple(warnings)
+
+
+def _exact_lines(text: str) -> list[tuple[str, str]]:
+    """``(content, terminator)`` per line, split at LF only: a CR is content (unified)."""
+    parts = text.split("\n")
+    tail = parts.pop()
+    lines = [(part, "\n") for part in parts]
+    if tail:
+        lines.append((tail, ""))
+    return lines
+
+
+Side = list[tuple[str, str]]
+
+
+def _sides(hunk: Hunk) -> tuple[Side, Side]:
+    """A unified hunk's old and new lines with their terminators (LF, or none when a
+    '\\ No newline at end of file' marker follows the side's last line)."""
+    old: Side = []
+    new: Side = []
+    for kind, content in hunk.lines:
+        if kind != "+":
+            old.append((content, "\n"))
+        if kind != "-":
+            new.append((content, "\n"))
+    if hunk.old_missing_newline and old:
+        old[-1] = (old[-1][0], "")
+    if hunk.new_missing_newline and new:
+        new[-1] = (new[-1][0], "")
+    return old, new
+
+
+def _codex_sides(hunk: Hunk, newline: str) -> tuple[Side, Side]:
+    """A Codex hunk's old lines (content only) and new lines in the file's newline."""
+    old = [(content, "") for kind, content in hunk.lines if kind != "+"]
+    new = [(content, newline) for kind, content in hunk.lines if kind != "-"]
+    return old, new
 
 
 @attrs.frozen(kw_only=True)
@@ -174,15 +232,17 @@ class _Where:
         )
 
 
-def _locate(finder: _Finder, hunk: Hunk, cursor: int, shift: int, where: _Where) -> tuple[int, str]:
-    """The line index where ``hunk``'s old side starts, and the strategy that found it."""
-    old = [content for kind, content in hunk.lines if kind != "+"]
+def _locate(
+    finder: _Finder, hunk: Hunk, old: list[str], cursor: int, shift: int, where: _Where
+) -> tuple[int, str]:
+    """The line index where ``hunk``'s old side (``old``) starts, and the strategy that
+    found it."""
     size = len(finder.lines)
     hint = None
     if hunk.old_start is not None:
         hint = hunk.old_start - (1 if old else 0) + shift
     headers = hunk.headers if hint is None else ()
-    first = old[0] if old else ""
+    first = old[0].removesuffix("\n") if old else ""
     starts = _header_starts(finder, headers, cursor, where) if headers else [cursor]
     if hunk.end_of_file:
         at = size - len(old)

@@ -6,9 +6,18 @@ between files (a mail preamble, "Index:" lines, "Only in ...") is skipped. Hunk 
 are validated both ways: a hunk that ends early or runs on is PATCH_SYNTAX.
 
 Names: ``/dev/null`` (or, for ``diff -N``, an epoch timestamp with an empty range) marks an
-absent side; git's ``a/``/``b/`` prefixes are dropped, and so are the two different top
-directories of ``diff -ru old/ new/``. When a traditional diff names two different files,
-the '+++' name is patched (as ``git apply`` does); in a git diff two names are a rename.
+absent side; git's prefixes are dropped (``a/``/``b/``, none with ``--no-prefix``, or custom
+ones: whatever the ``diff --git`` line puts before the one path its names share), and so
+are the two different top directories of ``diff -ru old/ new/``. When a traditional diff
+names two different files, the '+++' name is patched (as ``git apply`` does); in a git diff
+two names are a rename, and 'rename from/to' and 'copy from/to' name the paths exactly.
+A name is quoted C-style when git quotes it (``core.quotePath``); a name with a space ends
+at git's trailing tab.
+
+git's extended headers: 'new file mode'/'new mode' give ``FileOp.executable`` (a mode change
+alone is an update without hunks); a mode that is not a regular file's (a symbolic link,
+a submodule) and a binary section ('GIT binary patch', 'Binary files ... differ') are
+UNSUPPORTED, for the whole patch. A copy is ``COPY``: its source is read, not changed.
 """
 
 from __future__ import annotations
@@ -18,8 +27,10 @@ import re
 
 import attrs
 
+from editspec.reference._errors import UNSUPPORTED, ToolError
 from editspec.reference._patch_parse import (
     ADD,
+    COPY,
     DELETE,
     UPDATE,
     Budget,
@@ -37,15 +48,32 @@ _OCTAL = re.compile(r"[0-3][0-7][0-7]")
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)\Z", re.DOTALL)
 
 
-def parse_unified(lines: list[str], budget: Budget, first: int) -> list[FileOp]:
-    """Parse the lines (CR of CRLF removed) of a unified diff from index ``first``."""
-    return _UnifiedParser(lines, budget).parse(first)
+_BINARY_MARKERS = ("Binary files ", "GIT binary patch")
+_MODE_LINES = ("new file mode ", "deleted file mode ", "old mode ", "new mode ")
+_NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
+_OTHER_GIT_LINES = ("index ", "similarity index ", "dissimilarity index ")
+
+
+def parse_unified(
+    lines: list[str], content: list[str], budget: Budget, first: int, *, exact: bool = True
+) -> list[FileOp]:
+    """Parse a unified diff from index ``first``.
+
+    ``lines`` have the CR of a CRLF break removed (headers are read from them);
+    ``content`` are the same lines as the hunks carry them: the file's bytes, a CR
+    before the break included (``parse_patch`` passes ``lines`` again, and ``exact``
+    False, when every break of the text is CRLF: a transport artifact). ``exact``: the
+    hunks' lines carry their own line ends (``Hunk.exact_newlines``).
+    """
+    return _UnifiedParser(lines, content, budget, exact).parse(first)
 
 
 @attrs.define
 class _UnifiedParser:
     lines: list[str]
+    content: list[str]
     budget: Budget
+    exact: bool = True
 
     def parse(self, first: int) -> list[FileOp]:
         lines = self.lines
@@ -86,29 +114,35 @@ class _UnifiedParser:
         lines = self.lines
         self.budget.add_file(i + 1)
         new_file = deleted = False
-        rename: dict[str, str] = {}
+        named: dict[str, str] = {}  # "rename from", "copy to", ...: names without prefix
+        executable: bool | None = None
         j = i + 1
         while j < len(lines):
             line = lines[j]
-            if line.startswith("new file mode"):
-                new_file = True
-            elif line.startswith("deleted file mode"):
-                deleted = True
-            elif line.startswith(("rename from ", "rename to ")):
-                side, raw = line[len("rename ") :].split(" ", 1)
-                rename[side] = _unquote(raw, j)
-            elif line.startswith(("copy from ", "copy to ", "Binary files ", "GIT binary patch")):
-                raise syntax_error(
-                    j + 1, "a text diff", "copies and binary patches are not supported"
+            if line.startswith(_MODE_LINES):
+                keyword, _, mode = line.rpartition(" ")
+                kind = _executable(mode, j, lines[i])
+                new_file = new_file or keyword == "new file mode"
+                deleted = deleted or keyword == "deleted file mode"
+                if keyword in ("new file mode", "new mode"):
+                    executable = kind
+            elif line.startswith(_NAME_LINES):
+                verb, side, raw = line.split(" ", 2)
+                named[f"{verb} {side}"] = _unquote(raw, j)
+            elif line.startswith(_BINARY_MARKERS):
+                raise ToolError(
+                    UNSUPPORTED,
+                    f"line {j + 1}: {lines[i][len('diff --git ') :]}: a binary patch cannot be "
+                    "applied (only text diffs are); nothing was changed",
+                    line=j + 1,
                 )
-            elif not line.startswith(
-                ("old mode", "new mode", "index ", "similarity index", "dissimilarity index")
-            ):
+            elif not line.startswith(_OTHER_GIT_LINES):
                 break
             j += 1
         hunks: list[Hunk] = []
         old: str | None
         new: str | None
+        header = lines[i][len("diff --git ") :]
         if self._file_header_at(j):
             old, new = self._names(j)
             hunks, j = self._hunks(j + 2)
@@ -116,22 +150,36 @@ class _UnifiedParser:
                 raise syntax_error(
                     j + 1, "a hunk header '@@ -start,count +start,count @@'", "no hunk"
                 )
+            old, new = _git_names(header, i, (old, new), needed=False)
         elif j < len(lines) and lines[j].startswith("--- "):
             raise syntax_error(
                 j + 2, "a '+++ ' line after the '--- ' line", "incomplete file header"
             )
         else:
-            old, new = _git_header_names(lines[i][len("diff --git ") :], i)
-        old = rename.get("from", _strip_prefix(old, "a/"))
-        new = rename.get("to", _strip_prefix(new, "b/"))
+            old, new = _git_names(header, i, None, needed=not named)
+        copied = "copy from" in named or "copy to" in named
+        verb = "copy" if copied else "rename"
+        if named and not {f"{verb} from", f"{verb} to"} <= set(named):
+            raise syntax_error(
+                i + 1, f"'{verb} from' and '{verb} to'", f"a {verb} without both names"
+            )
+        old = named.get(f"{verb} from", old)
+        new = named.get(f"{verb} to", new)
         if new_file:
             old = None
         if deleted:
             new = None
-        op = _file_op(old, new, hunks, i)
-        if op.op == UPDATE and not op.hunks and op.move_to is None:
-            return None, j  # a mode change alone: nothing for a text patch to do
-        return op, j
+        if copied:
+            if old is None or new is None:
+                raise syntax_error(i + 1, "'copy from' and 'copy to'", "a new or deleted copy")
+            op = FileOp(
+                op=COPY, path=old, move_to=new, content=None, hunks=tuple(hunks), source_line=i + 1
+            )
+        else:
+            op = _file_op(old, new, hunks, i)
+        if op.op == UPDATE and not op.hunks and op.move_to is None and executable is None:
+            return None, j  # nothing at all for this file (``git diff -w`` prints such)
+        return (op if deleted else attrs.evolve(op, executable=executable)), j
 
     def _traditional_file(self, i: int) -> tuple[FileOp, int]:
         self.budget.add_file(i + 1)
@@ -156,7 +204,12 @@ class _UnifiedParser:
         names = []
         for j in (i, i + 1):
             raw = self.lines[j][4:]
-            name = _unquote(raw, j) if raw.startswith('"') else raw.split("\t", 1)[0].rstrip()
+            if raw.startswith('"'):
+                name = _unquote(raw, j)
+            elif "\t" in raw:  # a timestamp follows, or git's tab after a name with spaces
+                name = raw.split("\t", 1)[0]
+            else:
+                name = raw.rstrip()
             if not name:
                 raise syntax_error(
                     j + 1, "a file name after '--- ' / '+++ '", "the name is missing"
@@ -236,7 +289,9 @@ class _UnifiedParser:
                 )
             if (on_old and old_closed) or (on_new and new_closed):
                 raise syntax_error(j + 1, "the end of the hunk", "a line after '\\ No newline'")
-            body.append((kind, line[1:]))
+            raw = self.content[j]
+            # The text as the file holds it; a bare empty line is an empty context line.
+            body.append((kind, raw[1:] if line else raw))
             j += 1
         hunk = Hunk(
             headers=(header.group(5),),
@@ -246,6 +301,7 @@ class _UnifiedParser:
             source_line=start + 1,
             old_missing_newline=old_closed,
             new_missing_newline=new_closed,
+            exact_newlines=self.exact,
         )
         return hunk, j
 
@@ -317,6 +373,71 @@ def _strip_traditional(old: str | None, new: str | None) -> tuple[str | None, st
     return old, new
 
 
+def _git_names(
+    header: str,
+    i: int,
+    sides: tuple[str | None, str | None] | None,
+    *,
+    needed: bool,
+) -> tuple[str | None, str | None]:
+    """The names of a git diff's file with git's prefixes dropped.
+
+    ``sides``: the '---'/'+++' names (None for /dev/null), or None when the diff has no
+    such lines. The prefixes are what the ``diff --git`` line puts before the one path
+    both of its names share: ``a/`` and ``b/``, none (``--no-prefix``) or custom ones
+    (``--src-prefix``/``--dst-prefix``). When its names differ (a rename or copy, whose
+    'rename from'/'copy to' lines the caller prefers; ``git diff --no-index`` of two
+    files), ``a/`` and ``b/`` are dropped if they are there.
+    """
+    try:
+        head: tuple[str, str] | None = _git_header_names(header, i)
+    except ToolError:
+        if needed:
+            raise
+        head = None
+    prefixes = _prefixes(*head) if head is not None else None
+    old_prefix, new_prefix = prefixes if prefixes is not None else ("a/", "b/")
+    if sides is None:
+        if head is None:
+            return None, None
+        sides = head
+    return _strip_prefix(sides[0], old_prefix), _strip_prefix(sides[1], new_prefix)
+
+
+def _prefixes(old: str, new: str) -> tuple[str, str] | None:
+    """The shortest leading components that make ``old`` and ``new`` the same path."""
+    for count in range(min(old.count("/"), new.count("/")) + 1):
+        old_rest, new_rest = _drop_components(old, count), _drop_components(new, count)
+        if old_rest == new_rest and old_rest:
+            return old[: len(old) - len(old_rest)], new[: len(new) - len(new_rest)]
+    return None
+
+
+def _drop_components(name: str, count: int) -> str:
+    for _ in range(count):
+        name = name.partition("/")[2]
+    return name
+
+
+def _executable(mode: str, j: int, header: str) -> bool:
+    """Whether a git mode is an executable file; other kinds of entry are UNSUPPORTED."""
+    if not re.fullmatch(r"[0-7]{6}", mode):
+        raise syntax_error(j + 1, "an octal git mode such as 100644", f"bad mode {mode!r}")
+    value = int(mode, 8)
+    if value >> 12 != 0o10:  # 120000: a symbolic link, 160000: a submodule
+        kind = {0o12: "a symbolic link", 0o16: "a submodule (gitlink)"}.get(
+            value >> 12, "not a regular file"
+        )
+        raise ToolError(
+            UNSUPPORTED,
+            f"line {j + 1}: {header[len('diff --git ') :]}: mode {mode} is {kind}; only "
+            "regular files are patched; nothing was changed",
+            line=j + 1,
+            mode=mode,
+        )
+    return bool(value & 0o100)
+
+
 def _git_header_names(rest: str, i: int) -> tuple[str, str]:
     """Both names of a ``diff --git`` line, needed only when no '---'/'+++' lines follow."""
     if rest.startswith('"'):
@@ -326,11 +447,10 @@ def _git_header_names(rest: str, i: int) -> tuple[str, str]:
         if new:
             return old, new
     else:
-        # Without quotes a name may contain spaces: both names are equal but for a/ and b/.
+        # Without quotes a name may contain spaces: both names are equal but for prefixes
+        # of one length (a/ and b/, none, or custom ones).
         middle = len(rest) // 2
-        if rest[middle : middle + 1] == " " and (
-            rest[2:middle] == rest[middle + 3 :] or rest[:middle] == rest[middle + 1 :]
-        ):
+        if rest[middle : middle + 1] == " " and _prefixes(rest[:middle], rest[middle + 1 :]):
             return rest[:middle], rest[middle + 1 :]
         if ' "' in rest:
             cut = rest.index(' "')

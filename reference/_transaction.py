@@ -122,6 +122,19 @@ class PlannedChange:
     old_bytes: bytes | None = None  # planned old bytes of target (None for add)
     new_bytes: bytes | None = None  # content at target (update/add) or move_to (move)
     mode: int | None = None  # permission bits of the published file (kept from the old one)
+    # The executable bit git's modes carry: True sets it where the file is readable, False
+    # clears it, None keeps the mode. An added file is created 0o777 or 0o666 under the
+    # umask, as git does.
+    executable: bool | None = None
+
+
+def with_executable(mode: int, executable: bool | None) -> int:
+    """``mode`` with its execute bits set where it is readable, cleared, or as it is."""
+    if executable is None:
+        return mode
+    if executable:
+        return mode | (mode & 0o444) >> 2
+    return mode & ~0o111
 
 
 @attrs.frozen(kw_only=True)
@@ -135,6 +148,7 @@ class _Step:
     old_bytes: bytes | None
     new_bytes: bytes | None
     mode: int | None
+    executable: bool = False  # an added file with no mode: created 0o777 under the umask
 
 
 @attrs.frozen(kw_only=True)
@@ -310,7 +324,9 @@ def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]
                     change.target.real,
                     old_bytes=change.old_bytes,
                     new_bytes=change.new_bytes if change.op == "update" else None,
-                    mode=change.mode if change.mode is not None else mode,
+                    mode=with_executable(
+                        change.mode if change.mode is not None else mode, change.executable
+                    ),
                     dirs=(),
                 )
             )
@@ -330,7 +346,9 @@ def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]
                 )
             dirs_to_create.extend(dirs)
             # A moved file keeps its mode; an added one gets the umask's default.
-            new_mode = change.mode
+            new_mode = (
+                None if change.mode is None else with_executable(change.mode, change.executable)
+            )
             if new_mode is None and steps:
                 new_mode = steps[0].mode
             steps.append(
@@ -343,6 +361,7 @@ def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]
                     new_bytes=change.new_bytes,
                     mode=new_mode,
                     dirs=tuple(dirs),
+                    executable=bool(change.executable),
                 )
             )
         changes.append((change.op, tuple(steps)))
@@ -366,6 +385,7 @@ def _step(
     new_bytes: bytes | None,
     mode: int | None,
     dirs: tuple[str, ...],
+    executable: bool = False,
 ) -> _Step:
     directory, name = os.path.split(path)
     stage = backup = None
@@ -391,6 +411,7 @@ def _step(
         old_bytes=old_bytes,
         new_bytes=new_bytes,
         mode=mode,
+        executable=executable,
     )
 
 
@@ -463,7 +484,8 @@ def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
     for step in steps:
         if step.stage is None or step.new_bytes is None:
             continue
-        fd = fs.create_exclusive(step.stage, 0o600 if step.mode is not None else 0o666)
+        default = 0o777 if step.executable else 0o666  # the umask applies, as for git
+        fd = fs.create_exclusive(step.stage, 0o600 if step.mode is not None else default)
         owned.stages.add(step.stage)
         try:
             fs.write(fd, step.new_bytes)

@@ -723,3 +723,157 @@ backtracking_allowed = _register(
         ),
     )
 )
+
+
+# == unified diffs with git apply's semantics (PATCH-060 to PATCH-069) ==========================
+# A separate block, kept at the end of the file: defects of unified-diff appliers, each caught
+# by a clause of spec/test_patch_unified.py (or PATCH-044).
+
+
+def _unified_git_file(change: Callable[[Any, int, Any], Any]) -> None:
+    """Replace the parser of one ``diff --git`` section with ``change(parser, i, original)``."""
+    from editspec.reference import _patch_unified
+
+    original = _patch_unified._UnifiedParser._git_file
+
+    def _git_file(self: Any, i: int) -> Any:
+        return change(self, i, original)
+
+    _replace(_patch_unified._UnifiedParser, "_git_file", _git_file)
+
+
+def _unified_hunks(change: Callable[[Any], Any]) -> None:
+    """Every parsed unified hunk passes through ``change``."""
+    from editspec.reference import _patch_unified
+
+    original = _patch_unified._UnifiedParser._hunk
+
+    def _hunk(self: Any, start: int) -> Any:
+        hunk, end = original(self, start)
+        return change(hunk), end
+
+    _replace(_patch_unified._UnifiedParser, "_hunk", _hunk)
+
+
+def _strip_every_cr() -> None:
+    from editspec.reference import _patch_parse
+
+    _replace(_patch_parse, "crlf_transport", lambda text: True)
+
+
+unified_strips_cr = _register(
+    Mutant(
+        name="unified_strips_cr",
+        defect="Every CR before a line break of a unified diff is dropped, as in the Codex "
+        "format: an added CRLF file is written with LF and an end-of-line change is lost.",
+        areas=("PATCH",),
+        install=_strip_every_cr,
+    )
+)
+
+
+unified_ignores_no_newline_marker = _register(
+    Mutant(
+        name="unified_ignores_no_newline_marker",
+        defect="'\\ No newline at end of file' is skipped: every file ends with a newline.",
+        areas=("PATCH",),
+        install=lambda: _unified_hunks(
+            lambda hunk: attrs.evolve(
+                hunk, old_missing_newline=False, new_missing_newline=False, end_of_file=False
+            )
+        ),
+    )
+)
+
+
+unified_adds_in_file_newline = _register(
+    Mutant(
+        name="unified_adds_in_file_newline",
+        defect="Unified hunks are applied like Codex hunks: added lines take the file's "
+        "newline style instead of the line ends the diff gives them.",
+        areas=("PATCH",),
+        install=lambda: _unified_hunks(lambda hunk: attrs.evolve(hunk, exact_newlines=False)),
+    )
+)
+
+
+def _transport_kept_exact() -> None:
+    from editspec.reference import _patch_unified
+
+    original = _patch_unified.parse_unified
+
+    def parse_unified(lines: Any, content: Any, budget: Any, first: int, **_: Any) -> Any:
+        return original(lines, content, budget, first, exact=True)
+
+    _replace(_patch_unified, "parse_unified", parse_unified)
+
+
+crlf_transport_adds_lf = _register(
+    Mutant(
+        name="crlf_transport_adds_lf",
+        defect="A diff whose every line ends in CRLF loses its CRs and then adds LF lines: a "
+        "CRLF file patched through a Windows clipboard gets mixed endings.",
+        areas=("PATCH",),
+        install=_transport_kept_exact,
+    )
+)
+
+
+def _copy_as_rename(parser: Any, i: int, original: Any) -> Any:
+    op, end = original(parser, i)
+    if op is not None and op.op == "copy":
+        op = attrs.evolve(op, op="update")
+    return op, end
+
+
+unified_copy_as_rename = _register(
+    Mutant(
+        name="unified_copy_as_rename",
+        defect="A git copy is applied as a rename: the source is removed.",
+        areas=("PATCH",),
+        install=lambda: _unified_git_file(_copy_as_rename),
+    )
+)
+
+
+def _skip_binary(parser: Any, i: int, original: Any) -> Any:
+    try:
+        return original(parser, i)
+    except ToolError as error:
+        if "binary patch" not in error.message:
+            raise
+    end = i + 1
+    while end < len(parser.lines) and not parser.lines[end].startswith("diff --git "):
+        end += 1
+    return None, end
+
+
+unified_skips_binary = _register(
+    Mutant(
+        name="unified_skips_binary",
+        defect="A binary section of a git diff is skipped while the patch's text files are "
+        "patched, and the patch reports success.",
+        areas=("PATCH",),
+        install=lambda: _unified_git_file(_skip_binary),
+    )
+)
+
+
+def _drop_modes(parser: Any, i: int, original: Any) -> Any:
+    op, end = original(parser, i)
+    if op is None:
+        return None, end
+    if op.op == "update" and not op.hunks and op.move_to is None:
+        return None, end  # a mode change alone: dropped, as appliers of text diffs do
+    return attrs.evolve(op, executable=None), end
+
+
+unified_drops_mode_changes = _register(
+    Mutant(
+        name="unified_drops_mode_changes",
+        defect="git's mode lines are ignored: a chmod in a patch is dropped while the patch "
+        "reports success.",
+        areas=("PATCH",),
+        install=lambda: _unified_git_file(_drop_modes),
+    )
+)

@@ -377,7 +377,18 @@ def test_git_diff_with_every_construct() -> None:
         ("add", "empty", None, "", 30),
         ("update", "old name.txt", "new name.txt", None, 33),
         ("update", "r1", "r2", None, 37),
+        ("update", "script.sh", None, None, 47),  # a mode change alone
         ("delete", "was-empty", None, None, 50),
+    ]
+    assert [op.executable for op in parsed.ops] == [
+        None,
+        False,
+        None,
+        False,
+        None,
+        None,
+        True,
+        None,
     ]
     update = parsed.ops[0]
     assert update.hunks == (
@@ -387,6 +398,7 @@ def test_git_diff_with_every_construct() -> None:
             end_of_file=False,
             old_start=1,
             source_line=5,
+            exact_newlines=True,
         ),
         Hunk(
             headers=("class X:",),
@@ -394,6 +406,7 @@ def test_git_diff_with_every_construct() -> None:
             end_of_file=False,
             old_start=10,
             source_line=10,
+            exact_newlines=True,
         ),
     )
     deletion = parsed.ops[2].hunks[0]
@@ -561,8 +574,6 @@ def test_bare_empty_line_in_a_hunk_is_an_empty_context_line() -> None:
         ),
         ("--- /dev/null\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", 3, "only '+' lines for a new file"),
         ("--- a/f\n+++ /dev/null\n@@ -1 +1 @@\n-a\n+b\n", 3, "only '-' lines for a deleted file"),
-        ("diff --git a/f b/f\nBinary files a/f and b/f differ\n", 2, "a text diff"),
-        ("diff --git a/f b/f\ncopy from f\ncopy to g\n", 2, "a text diff"),
         ("diff --git a/f b/f\n--- a/f\n@@ -1 +1 @@\n", 3, "a '+++ ' line after the '--- ' line"),
         (
             "diff --git a/x y/z\nold mode 100644\nnew mode 100755\n",

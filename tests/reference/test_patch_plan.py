@@ -247,7 +247,14 @@ def test_unified_no_newline_markers_change_the_final_newline() -> None:
     drop = "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n"
     assert apply_diff("a\nb\n", drop)[0] == "a\nb"
     add = "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"
-    assert apply_diff("a\r\nb", add)[0] == "a\r\nb\r\n"
+    assert apply_diff("a\nb", add)[0] == "a\nb\n"
+    # A unified line is the file's bytes: the added line ends as the diff says (LF), the
+    # context line matched only tolerantly keeps its CRLF (git apply would refuse).
+    new_text, warnings = apply_diff("a\r\nb", add)
+    assert new_text == "a\r\nb\n"
+    assert "trailing whitespace tolerance" in warnings[0]
+    crlf = "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\r\n-b\n\\ No newline at end of file\n+b\r\n"
+    assert apply_diff("a\r\nb", crlf) == ("a\r\nb\r\n", ())
 
 
 # --------------------------------------------------------------------------- unified hints
