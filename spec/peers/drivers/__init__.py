@@ -1,0 +1,1 @@
+"""Python drivers of third-party file tools (the catalog's "driver" peers)."""
