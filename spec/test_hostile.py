@@ -18,14 +18,14 @@ ERROR_TEXT_BOUND = 64 * 1024
 @clause(
     "PATH-060",
     MUST,
-    requires={"read", "write", "python_fs"},
+    requires={"read", "write"},
     text="A path holding a lone surrogate (a string that is not Unicode text, so it cannot be "
     "encoded for the file system) is refused by read and write with INVALID_ARGUMENT, and "
     "nothing is created.",
     rationale="Such a string reaches an in-process tool from decoded JSON or a careless "
     "caller; encoding it with a replacement character writes a different file, and letting "
-    "the encoder raise gives an untyped crash. (It needs a Python caller: MCP's JSON cannot "
-    "carry it, which the server's transport answers with a protocol error.)",
+    "the encoder raise gives an untyped crash. (It needs a Python caller: the MCP SDK cannot "
+    "send such a string, so over MCP the clause is UNSUPPORTED.)",
 )
 def test_unencodable_path_is_refused(session, disk):
     disk.write("a.txt", "inside\n")

@@ -347,6 +347,7 @@ class McpDriver:
         """Call the tool of ``operation`` with the contract's argument values."""
         tool = self.tool(operation, live=True)
         arguments = self._arguments(tool, values)
+        _require_unicode(arguments, tool.name)
         if session_id is not None and self.map.session_argument and operation != "recover":
             arguments[self.map.session_argument] = session_id
         connection = self._ready()
@@ -460,6 +461,25 @@ class McpDriver:
         record = to_record(fields, what)
         assert isinstance(record, Record)
         return record
+
+
+def _require_unicode(value: Any, tool: str) -> None:
+    """A string that is not Unicode text (a lone surrogate) cannot be sent as JSON by the SDK:
+    the clause that needs one is UNSUPPORTED over MCP, not a failure of the server."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Inexpressible(
+                f"{tool}: an argument holds a lone surrogate, which MCP's JSON text cannot carry"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _require_unicode(key, tool)
+            _require_unicode(item, tool)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _require_unicode(item, tool)
 
 
 @contextlib.asynccontextmanager
