@@ -2,8 +2,8 @@
 
 A driver here maps one tool's own API and exceptions to the driver contract (DESIGN §2) and
 nothing more: a result field the tool does not report is absent (the clause that reads it
-fails as ``missing-field``), an argument the tool cannot take is the suite's ERROR
-(``NotExpressible``, as an MCP map's ``NotMapped``), and an error is given the code its
+fails as ``missing-field``), an argument the tool cannot take makes the clause UNSUPPORTED
+(``NotExpressible``, as an MCP map's ``Inexpressible``), and an error is given the code its
 message or exception type names, or none (a ``wrong-code`` failure, never a guess).
 """
 
@@ -20,10 +20,13 @@ from editspec.spec import MissingField
 class NotExpressible(Exception):
     """The clause asked for something the tool's API has no way to say.
 
-    The suite's (this driver's) limit, not the tool's failure: reported as ERROR.
+    Neither the suite's error nor the tool's failure: the clause is UNSUPPORTED for this
+    tool (DESIGN §7: a clause does not demand what the tool lacks), as an MCP map's
+    ``Inexpressible`` is.
     """
 
     suite_error = True
+    unsupported = True
 
 
 class FieldNotReported(MissingField):

@@ -68,6 +68,14 @@ class DeepagentsSession:
         self.root = root
         self.virtual = virtual
 
+    def _given(self, path: str | None) -> str | None:
+        """A contract path as the backend takes it: in virtual mode "/" is the root, so an
+        absolute path inside the root is given as its virtual path (any other path as is)."""
+        if path is None or not self.virtual or not path.startswith("/"):
+            return path
+        inside = relative(self.root, path)
+        return path if inside == path else "/" + inside.removeprefix(".")
+
     def _report(self, path: str) -> str:
         """A path the backend reported, as the contract's root-relative path."""
         if self.virtual:
@@ -92,7 +100,7 @@ class DeepagentsSession:
             arguments["offset"] = start_line - 1
         if end_line is not None:
             arguments["limit"] = end_line - (start_line or 1) + 1
-        result = _call(self.backend.read, path, **arguments)
+        result = _call(self.backend.read, self._given(path), **arguments)
         if result.error:
             raise _refused(result.error)
         data = result.file_data or {}
@@ -119,7 +127,7 @@ class DeepagentsSession:
     ) -> Result:
         given = {"expected_sha256": expected_sha256, "message_id": message_id}
         refuse_arguments(f"{TOOL}.write", given, {"expected_sha256": None, "message_id": None})
-        result = _call(self.backend.write, path, as_text(TOOL, content))
+        result = _call(self.backend.write, self._given(path), as_text(TOOL, content))
         if result.error:
             raise _refused(result.error)
         return Result(f"the write result of {TOOL}", path=path)
@@ -140,7 +148,7 @@ class DeepagentsSession:
         refuse_edit_fields(TOOL, [_without_replace_all(spec)])
         result = _call(
             self.backend.edit,
-            path,
+            self._given(path),
             spec.old_string,
             spec.new_string,
             replace_all=bool(spec.replace_all),
@@ -154,7 +162,7 @@ class DeepagentsSession:
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> Result:
         refuse_arguments(f"{TOOL}.glob", {"max_results": max_results}, {"max_results": None})
-        result = _call(self.backend.glob, pattern, path=path)
+        result = _call(self.backend.glob, pattern, path=self._given(path))
         if result.error:
             raise _refused(result.error)
         paths = tuple(self._report(item["path"]) for item in result.matches or ())
@@ -170,7 +178,9 @@ class DeepagentsSession:
         max_results: int | None = None,
     ) -> Result:
         refuse_arguments(f"{TOOL}.grep", {"ignore_case": ignore_case}, {"ignore_case": False})
-        result = _call(self.backend.grep, pattern, path=path, glob=include, max_count=max_results)
+        result = _call(
+            self.backend.grep, pattern, path=self._given(path), glob=include, max_count=max_results
+        )
         if result.error:
             raise _refused(result.error)
         matches = tuple(
@@ -195,7 +205,7 @@ class DeepagentsSession:
     ) -> Result:
         given = {"depth": depth, "cursor": cursor, "max_entries": max_entries}
         refuse_arguments(f"{TOOL}.ls", given, {"depth": 1, "cursor": None, "max_entries": None})
-        result = _call(self.backend.ls, path)
+        result = _call(self.backend.ls, self._given(path) or ".")
         if result.error and result.entries is None:
             raise _refused(result.error)
         entries = []
