@@ -18,11 +18,14 @@ answered with HTTP 400 and a JSON-RPC error, and no tool runs.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
+import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import attrs
@@ -221,5 +224,22 @@ async def serve_http(
         flush=True,
     )
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    with sock:
+    with sock, _sigterm_returns():
         await uvicorn.Server(config).serve(sockets=[sock])
+
+
+@contextlib.contextmanager
+def _sigterm_returns() -> Iterator[None]:
+    """uvicorn shuts down on SIGTERM, then raises it again for the handler it found.
+
+    That handler is this no-op, so the process goes on to close the workspace (its
+    locks and journal directory) and exits 0 rather than dying of the signal.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

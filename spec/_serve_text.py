@@ -72,7 +72,9 @@ def error_text(code: str | None, message: str) -> str:
 
 
 def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {word}es" if word.endswith(("ch", "s")) else f"{count} {word}s"
 
 
 def _warnings(data: Mapping[str, Any]) -> str:
