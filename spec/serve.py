@@ -7,7 +7,8 @@ result's fields as structured content, and text written for a model
 change's summary and diff). A failed call is a tool error (``isError``) whose
 structured content is ``{"code", "message", "details"}`` and whose text is
 ``CODE: message`` and a hint; an exception outside the error table is a tool error
-without a code.
+without a code. A call of a tool the server does not have is a JSON-RPC error
+(-32602), as the MCP specification says.
 
 Transports: stdio (the default), or Streamable HTTP with ``--http [HOST:]PORT`` at
 ``http://HOST:PORT/mcp`` (``editspec.spec._serve_http``: loopback unless a host is
@@ -70,6 +71,7 @@ def build_server(workspace: Workspace) -> Any:
     import anyio.to_thread
     import mcp.types as types
     from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
 
     from editspec.spec.report import suite_version
 
@@ -101,8 +103,9 @@ def build_server(workspace: Workspace) -> Any:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = TOOLS_BY_NAME.get(params.name)
         if tool is None:
-            error = ToolError("INVALID_ARGUMENT", f"no tool named {params.name!r}")
-            return failure(error_text(error.code, error.message), error_payload(error))
+            # A protocol error, as the MCP specification has it for an unknown tool: no
+            # tool ran, so there is no tool result to report.
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         try:
             data = await anyio.to_thread.run_sync(
                 partial(run_tool, workspace, tool, params.arguments)

@@ -38,11 +38,17 @@ def served(tmp_path: Path) -> Iterator[Served]:
 
 def _tool_session(url: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     from mcp import Client
+    from mcp.shared.exceptions import MCPError
 
     async def run() -> dict[str, Any]:
         async with Client(url) as client:
             listed = await client.list_tools()
-            results = [await client.call_tool(name, args) for name, args in calls]
+            results: list[Any] = []
+            for name, args in calls:
+                try:
+                    results.append(await client.call_tool(name, args))
+                except MCPError as exc:  # a protocol error, not a tool result
+                    results.append(exc)
             return {"tools": [tool.name for tool in listed.tools], "results": results}
 
     return anyio.run(run)
@@ -51,10 +57,12 @@ def _tool_session(url: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[str
 def test_tools_are_listed_and_an_edit_lands_on_disk(served: Served) -> None:
     (served.root / "a.txt").write_bytes(b"alpha\r\nbeta\r\n")
     edit = {"path": "a.txt", "edits": [{"old_string": "beta", "new_string": "gamma"}]}
-    done = _tool_session(served.url, [("edit", edit), ("read", {"path": "a.txt"}), ("edit", edit)])
+    calls = [("edit", edit), ("read", {"path": "a.txt"}), ("edit", edit), ("no_such_tool", {})]
+    done = _tool_session(served.url, calls)
 
     assert {"read", "write", "edit", "apply_patch", "glob", "grep"} <= set(done["tools"])
-    refused, read, edited = done["results"]
+    refused, read, edited, unknown = done["results"]
+    assert getattr(unknown, "code", None) == -32602, unknown  # JSON-RPC invalid params
     assert refused.is_error and refused.structured_content["code"] == "NOT_READ"
     assert refused.content[0].text.startswith("NOT_READ: ")
     assert "Read the whole file with read" in refused.content[0].text
