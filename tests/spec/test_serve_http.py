@@ -21,7 +21,12 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
-from editspec.spec._serve_http import RequestBodyGuard, accept_every_body, parse_address
+from editspec.spec._serve_http import (
+    RequestBodyGuard,
+    accept_every_body,
+    parse_address,
+    security_settings,
+)
 from tests.spec.http_server import Served, start
 
 pytest.importorskip("mcp")
@@ -122,6 +127,18 @@ def test_addresses_are_parsed_loopback_by_default() -> None:
     for wrong in ("", "host:", "127.0.0.1:70000", "x:y"):
         with pytest.raises(ValueError):
             parse_address(wrong)
+
+
+def test_a_non_loopback_address_accepts_only_its_own_and_the_named_hosts() -> None:
+    settings = security_settings(
+        parse_address("0.0.0.0:80"), allow_hosts=["files.internal", "[::1]:80"]
+    )
+    assert settings.enable_dns_rebinding_protection
+    assert settings.allowed_hosts == ["0.0.0.0:*", "files.internal", "files.internal:*", "[::1]:80"]
+    assert settings.allowed_origins == []  # no loopback origins for a public address
+    loopback = security_settings(parse_address("8000"), allow_origins=["https://ide.example"])
+    assert "localhost:*" in loopback.allowed_hosts
+    assert loopback.allowed_origins[-1] == "https://ide.example"
 
 
 def test_serve_refuses_origins_without_http(tmp_path: Path) -> None:
