@@ -186,7 +186,8 @@ def pytest_configure(config: pytest.Config) -> None:
             state.expectations = expectations.load(state.expectations_path)
         except expectations.ExpectationsError as exc:
             raise pytest.UsageError(str(exc)) from exc
-    if state.spec.driver or state.spec.mcp or state.spec.mcp_map or state.spec.mcp_url:
+    named = (state.spec.driver, state.spec.mcp, state.spec.mcp_map, state.spec.mcp_url)
+    if any(named) or state.spec.mcp_root:
         # Named explicitly: a typo is a usage error now, not 150 errors later.
         try:
             state.factory()
