@@ -1,6 +1,7 @@
 """The ``editspec`` command: run the conformance suite, manage expectations, print the catalog.
 
-    editspec check [--driver MOD:FACTORY | --mcp "CMD" [--mcp-map FILE]]
+    editspec check [--driver MOD:FACTORY | --mcp "CMD" [--mcp-map FILE]
+                    | --mcp-url URL --mcp-root DIR [--mcp-map FILE]]
                    [--report out.json|out.md]... [--expectations FILE] [-k EXPR] [-n N]
     editspec expectations update REPORT.json [-o FILE]
     editspec catalog [--write [FILE]] [--check [FILE]]
@@ -76,6 +77,8 @@ def pytest_arguments(args: argparse.Namespace, json_report: Path) -> list[str]:
         argv += ["--editspec-mcp", args.mcp]
     if args.mcp_map:
         argv += ["--editspec-mcp-map", args.mcp_map]
+    if args.mcp_url:
+        argv += ["--editspec-mcp-url", args.mcp_url, "--editspec-mcp-root", args.mcp_root]
     if args.expectations:
         argv += ["--editspec-expectations", args.expectations]
     if args.keyword:
@@ -99,8 +102,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.driver and args.mcp:
         print("editspec check: choose one of --driver and --mcp", file=sys.stderr)
         return EXIT_USAGE
-    if args.mcp_map and not args.mcp:
-        print("editspec check: --mcp-map applies only with --mcp", file=sys.stderr)
+    if args.mcp_map and not (args.mcp or args.mcp_url):
+        print("editspec check: --mcp-map applies only with --mcp or --mcp-url", file=sys.stderr)
+        return EXIT_USAGE
+    if bool(args.mcp_url) != bool(args.mcp_root):
+        print(
+            "editspec check: --mcp-url needs --mcp-root, the workspace root that server serves "
+            "(an empty directory alone in its parent: the suite empties it between clauses)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.mcp_url and args.numprocesses:
+        print(
+            "editspec check: with --mcp-url the clauses share the server's one root, so they "
+            "run one at a time (no -n)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     for path in args.report:
         if Path(path).suffix not in (".json", ".md"):
@@ -233,7 +250,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+EXPLORE_URL_REFUSAL = (
+    "editspec explore: --mcp-url is not supported: explore crashes a server at each of its "
+    "file-system steps (strace kills the process) and restarts it over a fresh copy of the "
+    "scenario's tree; a server that is already running is not this process's to kill or to "
+    "restart, and it serves one fixed root. Give the command that starts the server instead: "
+    'editspec explore --mcp "COMMAND {root} ..."'
+)
+
+
 def _delegate(name: str, argv: Sequence[str]) -> int:
+    if name == "explore" and any(
+        arg == "--mcp-url" or arg.startswith("--mcp-url=") for arg in argv
+    ):
+        print(EXPLORE_URL_REFUSAL, file=sys.stderr)
+        return EXIT_USAGE
     module_name, function_name = _DELEGATED[name]
     try:
         module = importlib.import_module(module_name)
@@ -264,6 +295,15 @@ def build_parser() -> argparse.ArgumentParser:
     target = check.add_mutually_exclusive_group()
     target.add_argument("--driver", metavar="MODULE:FACTORY", help="a Python DriverFactory")
     target.add_argument("--mcp", metavar="COMMAND", help="an MCP server command line")
+    target.add_argument(
+        "--mcp-url", metavar="URL", help="an MCP server already running over Streamable HTTP"
+    )
+    check.add_argument(
+        "--mcp-root",
+        metavar="DIR",
+        help="with --mcp-url: the root that server serves (empty, alone in its parent; "
+        "emptied between clauses)",
+    )
     check.add_argument("--mcp-map", metavar="FILE", help="tool map for the MCP server")
     check.add_argument(
         "--report", metavar="PATH", action="append", default=[], help="write .json or .md"
@@ -312,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in (
         ("replay", "re-run a recorded fault scenario step by step"),
         ("explore", "enumerate crash points and power-loss states"),
-        ("serve", "serve the reference engine as an MCP server over stdio"),
+        ("serve", "serve the reference engine as an MCP server (stdio or --http)"),
         ("peers", "real implementations: the catalog, their runs and the matrix"),
     ):
         commands.add_parser(name, help=help_text, add_help=False)

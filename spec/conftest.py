@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from editspec.spec._shared_root import release, reset
 from editspec.spec.drivers import DriverSpec
 from editspec.spec.fixtures import (
     Alias,
@@ -27,22 +28,41 @@ from editspec.spec.fixtures import (
 from editspec.spec.plugin import state_of
 
 
-@pytest.fixture
-def editspec_base(tmp_path: Path) -> Path:
-    """The clause's private directory (its real path: no symlink in any component)."""
-    return Path(os.path.realpath(tmp_path))
+def _shared_root(request: pytest.FixtureRequest) -> Path | None:
+    """The running server's root when the clauses share one (``--editspec-mcp-url``)."""
+    root = state_of(request.config).spec.mcp_root
+    return None if root is None else Path(os.path.realpath(root))
 
 
 @pytest.fixture
-def workspace_root(editspec_base: Path) -> Path:
+def editspec_base(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """The clause's private directory (its real path: no symlink in any component).
+
+    With a shared root, its parent: the directory the suite has to itself.
+    """
+    shared = _shared_root(request)
+    if shared is None:
+        yield Path(os.path.realpath(tmp_path))
+        return
+    reset(shared)
+    yield shared.parent
+    release(shared)
+
+
+@pytest.fixture
+def workspace_root(request: pytest.FixtureRequest, editspec_base: Path) -> Path:
+    shared = _shared_root(request)
+    if shared is not None:
+        return shared
     root = editspec_base / "ws"
     root.mkdir()
     return root
 
 
 @pytest.fixture
-def state_dir(editspec_base: Path) -> Path:
-    state = editspec_base / "state"
+def state_dir(request: pytest.FixtureRequest, editspec_base: Path, tmp_path: Path) -> Path:
+    # A shared server keeps its own state directory; the clause's stays out of the base.
+    state = (tmp_path if _shared_root(request) else editspec_base) / "state"
     state.mkdir()
     return state
 
@@ -51,7 +71,7 @@ def state_dir(editspec_base: Path) -> Path:
 def outside(editspec_base: Path) -> Path:
     """A directory next to the root, outside it."""
     path = editspec_base / "outside"
-    path.mkdir()
+    path.mkdir(exist_ok=True)  # a shared root's reset made it, empty
     return path
 
 

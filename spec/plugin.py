@@ -6,6 +6,8 @@ capabilities probed and the report built only for items that carry a clause.
 
 * Options: ``--editspec-driver=module:factory`` (default: the reference engine),
   ``--editspec-mcp="COMMAND"`` with ``--editspec-mcp-map=FILE``,
+  ``--editspec-mcp-url=URL`` with ``--editspec-mcp-root=DIR`` (a running server, whose
+  one root the clauses share: ``editspec.spec._shared_root``),
   ``--editspec-expectations=FILE``, ``--editspec-report=PATH`` (``.json`` or ``.md``,
   repeatable).
 * A clause whose ``requires`` the driver does not declare is skipped with a reason that
@@ -55,6 +57,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a TOML map from the contract's operations to the MCP server's tools",
     )
     group.addoption(
+        "--editspec-mcp-url",
+        metavar="URL",
+        help="test an MCP server already running over Streamable HTTP at this URL",
+    )
+    group.addoption(
+        "--editspec-mcp-root",
+        metavar="DIR",
+        help="with --editspec-mcp-url: the workspace root that server serves, an empty "
+        "directory alone in its parent (the suite empties it between clauses)",
+    )
+    group.addoption(
         "--editspec-expectations",
         metavar="FILE",
         help="known failures of the implementation (TOML keyed by clause id), applied strictly",
@@ -89,6 +102,8 @@ class EditspecState:
             driver=config.getoption("editspec_driver"),
             mcp=config.getoption("editspec_mcp"),
             mcp_map=config.getoption("editspec_mcp_map"),
+            mcp_url=config.getoption("editspec_mcp_url"),
+            mcp_root=config.getoption("editspec_mcp_root"),
         )
         self.expectations_path: str | None = config.getoption("editspec_expectations")
         self.expectations: dict[str, Any] = {}
@@ -122,7 +137,9 @@ class EditspecState:
             try:
                 (base / "ws").mkdir()
                 (base / "state").mkdir()
-                driver = self.factory()(base / "ws", base / "state")
+                # A running server has one root; asking its name touches no file there.
+                root = Path(self.spec.mcp_root) if self.spec.mcp_root else base / "ws"
+                driver = self.factory()(root, base / "state")
                 try:
                     self._info = {
                         "name": str(getattr(driver, "name", "?")),
@@ -210,17 +227,35 @@ def pytest_configure(config: pytest.Config) -> None:
             state.expectations = expectations.load(state.expectations_path)
         except expectations.ExpectationsError as exc:
             raise pytest.UsageError(str(exc)) from exc
-    if state.spec.driver or state.spec.mcp or state.spec.mcp_map:
+    named = (state.spec.driver, state.spec.mcp, state.spec.mcp_map, state.spec.mcp_url)
+    if any(named) or state.spec.mcp_root:
         # Named explicitly: a typo is a usage error now, not 150 errors later.
         try:
             state.factory()
         except DriverLoadError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    if state.spec.mcp_root is not None:
+        _check_shared_root(config, Path(state.spec.mcp_root))
+
+
+def _check_shared_root(config: pytest.Config, root: Path) -> None:
+    """One running server's root: clauses take turns in it, in one process."""
+    from editspec.spec._shared_root import SharedRootError, check_exclusive
+
+    if getattr(config.option, "numprocesses", None) or _is_worker(config):
+        raise pytest.UsageError(
+            "--editspec-mcp-url: the clauses share the server's one workspace root, so they "
+            "run one at a time (no -n)"
+        )
+    try:
+        check_exclusive(root)
+    except SharedRootError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     state = config.stash.get(_STATE, None)
-    if state is None or not (state.spec.driver or state.spec.mcp):
+    if state is None or not (state.spec.driver or state.spec.mcp or state.spec.mcp_url):
         return None
     return f"editspec driver: {state.spec.describe()}"
 

@@ -1,11 +1,18 @@
-"""``editspec serve ROOT [--state-dir DIR]``: the reference engine as an MCP server over stdio.
+"""``editspec serve ROOT [--state-dir DIR] [--http [HOST:]PORT]``: the reference engine over MCP.
 
 Any MCP client (an agent, an IDE, or the suite's own MCP adapter) gets the engine's
 tools with JSON schemas (``editspec.spec._mcp_tools``). A successful call returns the
-result's fields as structured content, with the same object as JSON text for clients
-that read only text. A failed call is a tool error (``isError``) whose structured
-content is ``{"code", "message", "details"}`` and whose text starts with ``CODE:``; an
-exception outside the error table is a tool error without a code.
+result's fields as structured content, and text written for a model
+(``editspec.spec._serve_text``: a read's numbered lines under one header line, a
+change's summary and diff). A failed call is a tool error (``isError``) whose
+structured content is ``{"code", "message", "details"}`` and whose text is
+``CODE: message`` and a hint; an exception outside the error table is a tool error
+without a code. A call of a tool the server does not have is a JSON-RPC error
+(-32602), as the MCP specification says.
+
+Transports: stdio (the default), or Streamable HTTP with ``--http [HOST:]PORT`` at
+``http://HOST:PORT/mcp`` (``editspec.spec._serve_http``: loopback unless a host is
+named, Host and Origin checked against DNS rebinding).
 
 Calls run on worker threads, so concurrent requests reach the engine concurrently and
 its locks (not the event loop) serialize them.
@@ -31,6 +38,8 @@ from editspec.spec._mcp_tools import (
     output_schema,
     to_json,
 )
+from editspec.spec._serve_http import HttpAddress, parse_address, serve_http
+from editspec.spec._serve_text import error_text, result_text
 
 SERVER_NAME = "editspec-reference"
 
@@ -87,6 +96,7 @@ def build_server(workspace: Workspace) -> Any:
     import anyio.to_thread
     import mcp.types as types
     from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
 
     from editspec.spec.report import suite_version
 
@@ -120,19 +130,20 @@ def build_server(workspace: Workspace) -> Any:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = TOOLS_BY_NAME.get(params.name)
         if tool is None:
-            error = ToolError("INVALID_ARGUMENT", f"no tool named {params.name!r}")
-            return failure(str(error), error_payload(error))
+            # A protocol error, as the MCP specification has it for an unknown tool: no
+            # tool ran, so there is no tool result to report.
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         try:
             data = await anyio.to_thread.run_sync(
                 partial(run_tool, workspace, tool, params.arguments)
             )
         except ToolError as exc:
-            return failure(str(exc), error_payload(exc))
+            return failure(error_text(exc.code, exc.message), error_payload(exc))
         except Exception as exc:  # outside the error table: a tool error without a code
             return failure(f"internal error: {type(exc).__name__}: {exc}", None)
         data = unicode_safe(data)
         return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(data, ensure_ascii=False))],
+            content=[types.TextContent(text=result_text(tool.name, data))],
             structured_content=data,
         )
 
@@ -159,7 +170,8 @@ async def serve_stdio(workspace: Workspace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="editspec serve",
-        description="Serve the reference engine over stdio as an MCP server. Tools: "
+        description="Serve the reference engine as an MCP server, over stdio or Streamable "
+        "HTTP (--http). Tools: "
         + ", ".join(tool.name for tool in TOOLS)
         + f"; session_id defaults to {DEFAULT_SESSION!r}.",
     )
@@ -169,11 +181,43 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="journals and snapshots (default: $XDG_STATE_HOME/editspec)",
     )
+    parser.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        type=_address,
+        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults "
+        "to 127.0.0.1; port 0 picks a free one; the URL is printed on stderr)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=[],
+        help="with --http: also accept requests from this Origin (e.g. https://ide.example); "
+        "loopback origins are accepted when serving loopback (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        metavar="HOST[:PORT]",
+        action="append",
+        default=[],
+        help="with --http: also accept this Host header (DNS rebinding protection; repeatable)",
+    )
     return parser
 
 
+def _address(text: str) -> HttpAddress:
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if (args.allow_origin or args.allow_host) and args.http is None:
+        parser.error("--allow-origin and --allow-host apply only with --http")
     try:
         workspace = Workspace(args.root, args.state_dir)
     except ToolError as exc:
@@ -182,7 +226,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import anyio
 
-        anyio.run(serve_stdio, workspace)
+        if args.http is None:
+            anyio.run(serve_stdio, workspace)
+        else:
+            http = partial(
+                serve_http,
+                build_server(workspace),
+                args.http,
+                allow_hosts=args.allow_host,
+                allow_origins=args.allow_origin,
+            )
+            anyio.run(http)
     except KeyboardInterrupt:
         pass
     finally:

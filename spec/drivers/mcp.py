@@ -17,6 +17,15 @@ clean up). Errors the server reports with a code from the table are raised as
 ``McpToolError`` (its ``code``); everything else (a dead server, a protocol error, a
 result the map cannot read, an argument the map cannot express) is raised without one,
 so the suite reports it as ERROR.
+
+``--editspec-mcp-url=URL`` (``editspec check --mcp-url``) instead connects to a server
+that is already running over Streamable HTTP. That server has one workspace root, which
+the suite's fixtures share between clauses (see ``editspec.spec._shared_root``: the
+root is emptied before and after every clause); the driver keeps the server's
+in-memory state apart by sending each driver instance's sessions under ids of their
+own (``<token>-A``), so a later clause never inherits an earlier one's read records or
+snapshots. Such a driver cannot be killed or restarted (no ``process`` capability),
+and its server's state directory is its own (no ``journal_layout``).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import base64
 import concurrent.futures
 import contextlib
 import os
+import secrets
 import shlex
 import signal
 import tempfile
@@ -129,9 +139,12 @@ def _leaves(exc: BaseException) -> str:
 class _Connection:
     """A running server and the SDK client connected to it (lives on the loop thread)."""
 
-    def __init__(self, argv: list[str], protocol: str, cwd: str | None = None) -> None:
+    def __init__(
+        self, argv: list[str], protocol: str, url: str | None = None, cwd: str | None = None
+    ) -> None:
         self.argv = argv
         self.protocol = protocol
+        self.url = url  # Streamable HTTP to a running server; else argv is started (stdio)
         self.cwd = cwd
         # The server's stderr: kept for error messages, closed with the connection. The
         # server shares its file offset, so it is opened O_APPEND: our reads move the
@@ -162,12 +175,16 @@ class _Connection:
             self.ready.set_exception(ServerError("the MCP driver is closed"))
             self.finished.set_result(None)
             return
-        argv = self.launch_argv()
-        params = StdioServerParameters(
-            command=argv[0], args=argv[1:], env=dict(os.environ), cwd=self.cwd
-        )
         try:
-            transport = _repaired(stdio_client(params, errlog=self.stderr), self)
+            if self.url is not None:
+                transport: Any = self.url  # the SDK's streamable_http_client
+            else:
+                argv = self.launch_argv()
+                env = dict(os.environ)
+                params = StdioServerParameters(
+                    command=argv[0], args=argv[1:], env=env, cwd=self.cwd
+                )
+                transport = _repaired(stdio_client(params, errlog=self.stderr), self)
             async with Client(transport, mode=self.protocol) as client:
                 self.client = client
                 info = client.server_info
@@ -204,6 +221,8 @@ class _Connection:
             self._stop.set()
 
     def pid(self) -> int | None:
+        if self.url is not None:
+            return None
         self.stderr.seek(0)
         first = self.stderr.readline()
         if first.startswith("editspec-pid "):
@@ -240,6 +259,38 @@ def _wait_for_stopping_servers() -> None:
         _wait_stopped(connection, timeout=10)
 
 
+class SharedConnection:
+    """One connection to a running server for every driver of a URL factory.
+
+    Connecting takes longer than most clauses; the drivers' sessions are kept apart by
+    their ids, not by their connections. A connection that failed is replaced on the
+    next use; the last one is closed when the process ends.
+    """
+
+    def __init__(self, url: str, protocol: str) -> None:
+        self.url = url
+        self.protocol = protocol
+        self._connection: _Connection | None = None
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def get(self, loop: _Loop) -> _Connection:
+        with self._lock:
+            connection = self._connection
+            if connection is None or connection.finished.done():
+                connection = _Connection([self.url], self.protocol, self.url)
+                self._connection = connection
+                loop.submit(connection.run())
+            return connection
+
+    def close(self) -> None:
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.stop(_Loop.get().loop)
+            _wait_stopped(connection, timeout=10)
+
+
 # -- the driver ------------------------------------------------------------------------------
 
 
@@ -247,20 +298,39 @@ class McpDriver:
     """An MCP server over one workspace root and state directory."""
 
     def __init__(
-        self, command: str | Sequence[str], server_map: ServerMap, root: Path, state_dir: Path
+        self,
+        command: str | Sequence[str] | None,
+        server_map: ServerMap,
+        root: Path,
+        state_dir: Path,
+        *,
+        url: str | None = None,
+        shared: SharedConnection | None = None,
     ) -> None:
         self.map = server_map
         self.root = Path(root)
         self.state_dir = Path(state_dir)
-        self.argv = command_line(command, self.root, self.state_dir)
-        # The map may start the server in the workspace (cwd = "{root}"): some resolve a
-        # relative path against their own working directory.
-        self.cwd = (
-            command_line([server_map.cwd], self.root, self.state_dir)[0] if server_map.cwd else None
-        )
-        self.capabilities: frozenset[str] = server_map.capabilities | {"process"}
+        self.url = url
+        self.cwd: str | None = None
+        if url is None:
+            if command is None:
+                raise MapError("the MCP driver needs a server command line or a URL")
+            self.argv = command_line(command, self.root, self.state_dir)
+            # The map may start the server in the workspace (cwd = "{root}"): some resolve
+            # a relative path against their own working directory.
+            if server_map.cwd:
+                self.cwd = command_line([server_map.cwd], self.root, self.state_dir)[0]
+            self.capabilities: frozenset[str] = server_map.capabilities | {"process"}
+            self._session_prefix = ""
+        else:
+            self.argv = [url]
+            self.capabilities = shared_server_capabilities(server_map)
+            # One running server serves every clause: fresh session ids per driver keep
+            # its read records and snapshot history apart (as a restarted server would).
+            self._session_prefix = f"{secrets.token_hex(6)}-"
         self._loop = _Loop.get()
         self._connection: _Connection | None = None
+        self._shared = shared
         self._lock = threading.Lock()
         self._closed = False
 
@@ -272,8 +342,11 @@ class McpDriver:
             if self._closed:
                 raise ServerError("the MCP driver is closed")
             connection = self._connection
-            if connection is None:
-                connection = self._connection = _Connection(self.argv, self.map.protocol, self.cwd)
+            if self._shared is not None:
+                connection = self._shared.get(self._loop)
+            elif connection is None:
+                connection = _Connection(self.argv, self.map.protocol, self.url, self.cwd)
+                self._connection = connection
                 self._loop.submit(connection.run())
         try:
             connection.ready.result(timeout=_START_TIMEOUT)
@@ -287,7 +360,8 @@ class McpDriver:
     def name(self) -> str:
         if self.map.name:
             return self.map.name
-        return self._ready().server_name or os.path.basename(self.argv[0])
+        fallback = self.url or os.path.basename(self.argv[0])
+        return self._ready().server_name or fallback
 
     @property
     def pid(self) -> int | None:
@@ -314,11 +388,16 @@ class McpDriver:
         self._closed = True
 
     def restart(self) -> None:
-        """Stop the server and wait for it; the next call starts a new one (same directories)."""
+        """Stop the server and wait for it; the next call starts a new one (same directories).
+
+        A server reached by URL is not stopped: the driver goes on over its connection.
+        """
         self._stop(wait=True)
 
     def kill(self) -> None:
         """SIGKILL the server's process group: a crash, with no cleanup."""
+        if self.url is not None:
+            raise ServerError(f"a server reached at {self.url} is not this process's to kill")
         pid = self.pid
         if pid is None:
             raise ServerError("the server's pid is unknown on this platform")
@@ -349,7 +428,7 @@ class McpDriver:
         arguments = self._arguments(tool, values)
         _require_unicode(arguments, tool.name)
         if session_id is not None and self.map.session_argument and operation != "recover":
-            arguments[self.map.session_argument] = session_id
+            arguments[self.map.session_argument] = self._session_prefix + session_id
         connection = self._ready()
         if tool.name not in connection.tools:
             names = " or ".join(repr(name) for name in tool.names)
@@ -687,8 +766,43 @@ class McpDriverFactory:
         return McpDriver(self.command, self.map, root, state_dir)
 
 
-def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory:
-    """The factory for ``--editspec-mcp=COMMAND [--editspec-mcp-map=FILE]``."""
+class McpUrlDriverFactory:
+    """A ``DriverFactory`` for one running server at a Streamable HTTP URL, and its map.
+
+    Every driver it builds talks to the same server, over the one root it serves: a
+    driver asked for any other root is refused (ERROR), never pointed at the wrong files.
+    """
+
+    def __init__(self, url: str, server_map: ServerMap, root: str | Path) -> None:
+        self.url = url
+        self.map = server_map
+        self.root = Path(os.path.realpath(root))
+        self._shared = SharedConnection(url, server_map.protocol)
+
+    def __call__(self, root: Path, state_dir: Path) -> McpDriver:
+        if Path(os.path.realpath(root)) != self.root:
+            raise ServerError(
+                f"the server at {self.url} serves {self.root}, not {root}: a clause that needs "
+                "a driver over another directory cannot run against a running server"
+            )
+        return McpDriver(None, self.map, root, state_dir, url=self.url, shared=self._shared)
+
+
+def shared_server_capabilities(server_map: ServerMap) -> frozenset[str]:
+    """What a running server shared by every clause can be tested for.
+
+    Not ``process`` (it is not ours to kill or restart) and not ``journal_layout`` (its
+    state directory is its own, not the clause's). Without a session argument its read
+    records outlive the clause that made them, so neither read-before-write nor
+    snapshots can be judged clause by clause.
+    """
+    lost = {"process", "journal_layout"}
+    if server_map.session_argument is None:
+        lost |= {"read_before_write", "snapshots"}
+    return server_map.capabilities - lost
+
+
+def _load_map(map_path: str | None) -> ServerMap:
     import importlib.util
 
     from editspec.spec.drivers import DriverLoadError
@@ -696,11 +810,30 @@ def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory
     if importlib.util.find_spec("mcp") is None:
         raise DriverLoadError("the MCP adapter needs the mcp SDK: install editspec[mcp]")
     try:
-        server_map = load_map(map_path) if map_path else default_map()
+        return load_map(map_path) if map_path else default_map()
+    except (MapError, ValueError) as exc:
+        raise DriverLoadError(str(exc)) from exc
+
+
+def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory:
+    """The factory for ``--editspec-mcp=COMMAND [--editspec-mcp-map=FILE]``."""
+    from editspec.spec.drivers import DriverLoadError
+
+    server_map = _load_map(map_path)
+    try:
         command_line(command, Path("root"), Path("state"))
     except (MapError, ValueError) as exc:
         raise DriverLoadError(str(exc)) from exc
     return McpDriverFactory(command, server_map)
+
+
+def factory_from_url(url: str, map_path: str | None, *, root: str) -> McpUrlDriverFactory:
+    """The factory for ``--editspec-mcp-url=URL --editspec-mcp-root=DIR`` (and a map)."""
+    from editspec.spec.drivers import DriverLoadError
+
+    if not url.startswith(("http://", "https://")):
+        raise DriverLoadError(f"--mcp-url takes an http:// or https:// URL, not {url!r}")
+    return McpUrlDriverFactory(url, _load_map(map_path), root)
 
 
 __all__ = [
@@ -709,7 +842,10 @@ __all__ = [
     "McpDriverFactory",
     "McpSession",
     "McpToolError",
+    "McpUrlDriverFactory",
     "NotMapped",
     "ServerError",
     "factory_from_options",
+    "factory_from_url",
+    "shared_server_capabilities",
 ]

@@ -7,6 +7,12 @@ run must have the same outcome; a clause that needs a capability only one side d
 (``python_fs`` in-process, ``process`` over MCP) must be UNSUPPORTED on the other. A
 difference is a bug of the server, of the adapter or of the map: either one loses or
 invents behaviour on the way.
+
+Both transports: the stdio run starts ``editspec serve`` per clause; then one
+``editspec serve --http`` server is started and ``editspec check --mcp-url`` runs a
+third of the clauses through it (every third clause of each area, so every area and
+every tool is covered at a fraction of the cost: the clauses share that server's root
+and run one at a time), which must agree with the in-process and the stdio run.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 import pytest
 
 import editspec.spec
+from tests.spec.http_server import start
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +35,9 @@ SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{sta
 WORKERS = "2"
 
 
-def _check(report: Path, *extra: str) -> dict[str, Any]:
-    command = [
-        sys.executable, "-m", "editspec.spec.cli", "check",
-        "--report", str(report), "-n", WORKERS, *extra,
-    ]  # fmt: skip
+def _check(report: Path, *extra: str, workers: str | None = WORKERS) -> dict[str, Any]:
+    command = [sys.executable, "-m", "editspec.spec.cli", "check", "--report", str(report)]
+    command += ["-n", workers, *extra] if workers else list(extra)
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
     assert report.exists(), (
         f"editspec check exited {done.returncode} without a report\n"
@@ -85,12 +90,55 @@ def test_reports_that_differ_are_caught() -> None:
     )
 
 
+def http_sample(report: dict[str, Any], every: int = 3) -> list[str]:
+    """Every ``every``-th clause id of each area (sorted), the first of each included."""
+    areas: dict[str, list[str]] = {}
+    for item in report["clauses"]:
+        areas.setdefault(item["id"].rpartition("-")[0], []).append(item["id"])
+    return sorted(cid for ids in areas.values() for cid in sorted(ids)[::every])
+
+
+def only(report: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    wanted = set(ids)
+    return {**report, "clauses": [item for item in report["clauses"] if item["id"] in wanted]}
+
+
+def test_the_http_sample_covers_every_area() -> None:
+    clauses = [{"id": f"{area}-{n:03d}"} for area in ("READ", "EDIT") for n in range(1, 8)]
+    sample = http_sample({"clauses": clauses})
+    assert sample == ["EDIT-001", "EDIT-004", "EDIT-007", "READ-001", "READ-004", "READ-007"]
+
+
 def test_mcp_agrees_with_in_process(tmp_path: Path) -> None:
     in_process = _check(tmp_path / "in-process.json")
     over_mcp = _check(tmp_path / "mcp.json", "--mcp", SERVE, "--mcp-map", str(MAP))
-
-    assert over_mcp["implementation"]["name"] == "editspec serve (MCP)"
     assert "process" in over_mcp["implementation"]["capabilities"]
+    _agree(in_process, over_mcp, "MCP (stdio)")
+
+    # The same clauses through one running server over Streamable HTTP.
+    sample = http_sample(over_mcp)
+    root = tmp_path / "shared" / "ws"
+    root.mkdir(parents=True)
+    served = start(root, tmp_path / "shared-state")
+    try:
+        over_http = _check(
+            tmp_path / "http.json",
+            *("--mcp-url", served.url, "--mcp-root", str(root), "--mcp-map", str(MAP)),
+            *("-k", " or ".join(sample)),
+            workers=None,
+        )
+    finally:
+        assert served.stop() == 0
+    assert "process" not in over_http["implementation"]["capabilities"]
+    assert sorted(item["id"] for item in over_http["clauses"]) == sample
+    _agree(only(in_process, sample), over_http, "MCP (Streamable HTTP)")
+    problems = disagreements(only(over_mcp, sample), over_http)
+    assert not problems, "stdio and HTTP runs disagree:\n  " + "\n  ".join(problems)
+    assert list(root.parent.iterdir()) == [root] and not any(root.iterdir())
+
+
+def _agree(in_process: dict[str, Any], over_mcp: dict[str, Any], label: str) -> None:
+    assert over_mcp["implementation"]["name"] == "editspec serve (MCP)"
     compared = [
         item
         for item in over_mcp["clauses"]
@@ -100,5 +148,5 @@ def test_mcp_agrees_with_in_process(tmp_path: Path) -> None:
     # The MCP run really ran the suite: most clauses went through the server.
     assert len(compared) >= 0.7 * len(over_mcp["clauses"]), len(compared)
     problems = disagreements(in_process, over_mcp)
-    print(f"{len(compared)} clauses compared, {len(problems)} disagreements")
-    assert not problems, "in-process and MCP runs disagree:\n  " + "\n  ".join(problems)
+    print(f"{label}: {len(compared)} clauses compared, {len(problems)} disagreements")
+    assert not problems, f"in-process and {label} runs disagree:\n  " + "\n  ".join(problems)
