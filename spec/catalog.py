@@ -216,8 +216,6 @@ def power_report(clauses: list[Clause], power: dict[str, object]) -> tuple[list[
     caught = power.get("clauses")
     if not isinstance(caught, dict):
         raise ValueError("not a power file: it has no 'clauses' table")
-    exempt = power.get("exempt")
-    exempt = exempt if isinstance(exempt, dict) else {}
     lines: list[str] = []
     uncovered: list[str] = []
     for item in clauses:
@@ -226,8 +224,6 @@ def power_report(clauses: list[Clause], power: dict[str, object]) -> tuple[list[
         names = caught.get(item.id) or []
         if names:
             shown = ", ".join(str(name) for name in names)
-        elif item.id in exempt:
-            shown = f"(exempt: {exempt[item.id]})"
         else:
             shown = "NONE"
             uncovered.append(item.id)

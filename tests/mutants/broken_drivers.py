@@ -19,18 +19,21 @@ code or a refusal has a broken implementation it must fail:
 * ``noop_<op>``: a successful ``op`` reports its change, which never reaches the disk (a
   file it creates stays empty).
 
-Each is registered in ``mutant_zoo.MUTANTS`` with the clauses it must fail (``TARGETS``).
+Each is registered in ``mutant_zoo.MUTANTS`` when ``targets.TARGETS`` names clauses it must
+fail (every one is, with ``$EDITSPEC_ZOO_ALL`` set, to look for more).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
 import attrs
 from mutant_zoo import Mutant, register
+from targets import TARGETS
 
 from editspec.reference import ERROR_CODES, ToolError
 from editspec.spec.contract import RESULT_FIELDS
@@ -149,7 +152,7 @@ def _wrong(value: Any) -> Any:
             return ("1" if value[0] != "1" else "2") + value[1:]
         return value + "x"
     if isinstance(value, tuple):
-        return value[:-1] if value else value
+        return value[:-1] if value else ("x",)
     if isinstance(value, list):
         return value[:-1]
     if value is None:
@@ -158,6 +161,12 @@ def _wrong(value: Any) -> Any:
 
 
 def _reversed(value: Any) -> Any:
+    """Items in reverse order; a diff reversed (its '-' and '+' lines swapped)."""
+    if isinstance(value, str):
+        swap = {"-": "+", "+": "-"}
+        return "".join(
+            swap.get(line[:1], line[:1]) + line[1:] for line in value.splitlines(keepends=True)
+        )
     return tuple(reversed(value)) if isinstance(value, (tuple, list)) else value
 
 
@@ -349,6 +358,65 @@ def _noop_hook(target_op: str) -> Hook:
     return hook
 
 
+def _litter_on_success_hook(target_op: str) -> Hook:
+    def hook(session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        result = call(*args, **kwargs)
+        if op == target_op and session is not None:
+            first = args[0] if args and op not in ("apply_patch", "rewind") else None
+            target = _real(session.root, first)
+            directory = os.path.dirname(target) if target else session.root
+            if os.path.isdir(directory):
+                with open(os.path.join(directory, ".editspec.tmp~"), "wb") as handle:
+                    handle.write(b"partial")
+        return result
+
+    return hook
+
+
+def _clamp_hook(session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    if op == "read" and kwargs.get("max_bytes") is not None:
+        kwargs = {**kwargs, "max_bytes": min(kwargs["max_bytes"], 256 * 1024)}
+    return call(*args, **kwargs)
+
+
+def _empty_is_error_hook(
+    session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any
+) -> Any:
+    result = call(*args, **kwargs)
+    if op in ("grep", "glob") and not getattr(result, "matches", getattr(result, "paths", 1)):
+        raise ToolError("NOT_FOUND", "no match")
+    return result
+
+
+def _empty_skipped_hook(
+    session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any
+) -> Any:
+    if op == "write" and len(args) > 1 and args[1] in ("", b""):
+        return _fake_result(op, args)  # nothing to write, so nothing is written
+    return call(*args, **kwargs)
+
+
+def _newline_hook(session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    if op == "write" and len(args) > 1 and isinstance(args[1], str) and not args[1].endswith("\n"):
+        args = (args[0], args[1] + "\n", *args[2:])  # "every text file ends with a newline"
+    return call(*args, **kwargs)
+
+
+def _walk_following_links(root: str, seconds: float = 30.0) -> None:
+    """Visit the tree following every directory symlink, as ``du -L`` does."""
+    deadline = time.monotonic() + seconds
+    for _directory, _dirs, _files in os.walk(root, followlinks=True):
+        if time.monotonic() > deadline:
+            return
+
+
+def _sizes_hook(session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    result = call(*args, **kwargs)
+    if op == "list_directory" and session is not None:
+        _walk_following_links(session.root)  # to report directory sizes
+    return result
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 
@@ -361,7 +429,6 @@ def _broken(name: str, defect: str, hook: Hook, areas: tuple[str, ...]) -> None:
             defect=defect,
             areas=areas,
             wrap=lambda driver: BrokenDriver(driver, hook),
-            clauses=TARGETS.get(name, ()),
         )
     )
 
@@ -369,8 +436,6 @@ def _broken(name: str, defect: str, hook: Hook, areas: tuple[str, ...]) -> None:
 # Every generated broken driver is registered when this is set (to look for catches).
 ALL_ENV = "EDITSPEC_ZOO_ALL"
 
-# The MUST clauses each broken driver must fail (and the reference passes).
-TARGETS: dict[str, tuple[str, ...]] = {}
 
 ALL_AREAS = ("PATH", "READ", "WRITE", "TRACK", "EDIT", "PATCH", "SNAP", "GLOB", "GREP", "LIST")
 
@@ -397,12 +462,18 @@ for (_owner, _field), _item in ITEMS.items():
         _result_hook(_owner, _field, "rev"),
         ALL_AREAS,
     )
-if "GlobResult" in RESULT_FIELDS:
+_broken(
+    "rev_GlobResult_paths",
+    "The paths of a GlobResult come in reverse order.",
+    _result_hook("GlobResult", "paths", "rev"),
+    ("GLOB",),
+)
+for _kind in ("WriteResult", "EditResult", "FileChange"):
     _broken(
-        "rev_GlobResult_paths",
-        "The paths of a GlobResult come in reverse order.",
-        _result_hook("GlobResult", "paths", "rev"),
-        ("GLOB",),
+        f"rev_{_kind}_diff",
+        f"The diff of a {_kind} is reversed: its '-' and '+' lines are swapped.",
+        _result_hook(_kind, "diff", "rev"),
+        ("WRITE", "EDIT", "PATCH"),
     )
 for _code in sorted(ERROR_CODES):
     _broken(
@@ -430,6 +501,43 @@ _broken(
     "A refused call leaves a temporary file beside its target.",
     _litter_hook,
     ALL_AREAS,
+)
+for _op in (*MUTATING, "read"):
+    _broken(
+        f"litter_ok_{_op}",
+        f"A successful {_op} leaves a temporary file beside its target.",
+        _litter_on_success_hook(_op),
+        ALL_AREAS,
+    )
+_broken(
+    "max_bytes_clamped",
+    "A read's max_bytes is cut to the default limit (256 KiB), whatever the caller asked.",
+    _clamp_hook,
+    ("READ", "LIMIT"),
+)
+_broken(
+    "empty_content_not_written",
+    "A write of empty content reports success and creates no file.",
+    _empty_skipped_hook,
+    ("WRITE",),
+)
+_broken(
+    "final_newline_added",
+    "A write of text that does not end with a newline gets one added.",
+    _newline_hook,
+    ("WRITE",),
+)
+_broken(
+    "list_follows_links",
+    "A listing walks the tree following directory symlinks (to total the sizes).",
+    _sizes_hook,
+    ("LIST",),
+)
+_broken(
+    "no_match_is_an_error",
+    "A search that finds nothing fails with NOT_FOUND instead of an empty success.",
+    _empty_is_error_hook,
+    ("GLOB", "GREP"),
 )
 for _op in MUTATING:
     _broken(

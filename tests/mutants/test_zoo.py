@@ -6,8 +6,9 @@ broken implementations, each with the MUST clauses it must fail (``Mutant.clause
 * ``test_the_zoo_is_well_formed``: every mutant still applies (each engine name it replaces
   exists: a mutant whose target vanished is an error of the zoo, never a catch), names
   only live MUST clauses, and deactivating it puts the reference back exactly.
-* ``test_every_must_clause_has_a_mutant``: every live MUST clause is named by a mutant,
-  except the few ``EXEMPT`` ones the reference itself cannot run.
+* ``test_every_must_clause_has_a_mutant``: every live MUST clause is named by a mutant;
+  the two that need a server process (``zoo.SERVED``) are run over MCP against a served
+  mutant (``test_process_clauses_catch_a_served_mutant``).
 * ``test_every_mutant_is_caught``: every (clause, mutant) pair runs, many pairs per
   ``editspec check`` process (``zoo:factory`` is each pair's mutant in turn), and the
   reference runs the same clauses: each pair must FAIL for the mutant while the clause
@@ -41,7 +42,7 @@ def _zoo() -> ModuleType:
 
 ZOO = _zoo()
 
-EXEMPT = ZOO.EXEMPT
+SERVED = ZOO.SERVED
 
 
 def _reference_state() -> dict[str, dict[str, Any]]:
@@ -96,13 +97,13 @@ def test_a_mutant_whose_target_vanished_is_a_zoo_error() -> None:
 def test_every_must_clause_has_a_mutant() -> None:
     named = {cid for mutant in ZOO.MUTANTS.values() for cid in mutant.clauses}
     clauses = ZOO.must_clauses()
-    missing = sorted(set(clauses) - named - set(EXEMPT))
+    missing = sorted(set(clauses) - named - set(SERVED))
     assert not missing, (
         "MUST clauses that no mutant of tests/mutants/ must fail (add one, with the clause "
         f"in its clauses=...): {missing}"
     )
-    assert not set(EXEMPT) & named, "an exempt clause is caught: remove it from EXEMPT"
-    assert set(EXEMPT) <= set(clauses)
+    assert set(SERVED) <= set(clauses)
+    assert ZOO.MUTANTS[ZOO.SERVED_MUTANT].wrap is None, "a served mutant changes the engine"
 
 
 def test_only_a_fail_is_a_catch() -> None:
@@ -137,5 +138,13 @@ def test_every_mutant_is_caught() -> None:
     ]
     assert not errors, "zoo errors (an ERROR is never a catch):\n  " + "\n  ".join(report)
     assert not lost, "pairs the suite no longer catches:\n  " + "\n  ".join(report)
-    uncaught = sorted(set(ZOO.must_clauses()) - set(table) - set(EXEMPT))
+    uncaught = sorted(set(ZOO.must_clauses()) - set(table) - set(SERVED))
     assert not uncaught, f"MUST clauses no mutant fails: {uncaught}"
+
+
+@pytest.mark.slow
+def test_process_clauses_catch_a_served_mutant() -> None:
+    rows = ZOO.run_served()
+    assert {row["clause"] for row in rows} == set(SERVED)
+    lost = [row for row in rows if not row["caught"]]
+    assert not lost, f"process clauses the served mutant {ZOO.SERVED_MUTANT} passes: {lost}"

@@ -1,7 +1,8 @@
 """The whole zoo: every mutant and broken driver, one driver that is each in turn, a runner.
 
 ``MUTANTS`` gathers the mutants of ``mutant_zoo.py``, ``broken_drivers.py`` and every
-``zoo_*.py`` module beside them. ``zoo:factory`` is a ``DriverFactory`` that builds, for
+``zoo_*.py`` module beside them; a mutant that names no clauses of its own gets those of
+``targets.TARGETS``. ``zoo:factory`` is a ``DriverFactory`` that builds, for
 each clause, the mutant a plan assigns to it (the JSON file named by ``$EDITSPEC_ZOO_PLAN``
 maps a clause's test, as ``test_x.py::test_name``, to a mutant name; pytest names the
 running test in ``$PYTEST_CURRENT_TEST``), and the reference for a clause the plan does not
@@ -16,6 +17,7 @@ never a catch.
 
     python tests/mutants/zoo.py power [--out FILE]      run every declared pair, write the table
     python tests/mutants/zoo.py try NAME... [--clauses ID,...] [--areas AREA,...]
+    python tests/mutants/zoo.py serve NAME ROOT [--state-dir DIR]   (an MCP server)
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
@@ -43,18 +47,24 @@ import mutant_zoo  # noqa: E402
 for _module in sorted(HERE.glob("zoo_*.py")):
     importlib.import_module(_module.stem)
 
+from targets import TARGETS  # noqa: E402
+
 MUTANTS = mutant_zoo.MUTANTS
+for _name, _mutant in list(MUTANTS.items()):
+    if not _mutant.clauses and _name in TARGETS:
+        MUTANTS[_name] = attrs.evolve(_mutant, clauses=TARGETS[_name])
 Mutant = mutant_zoo.Mutant
 PLAN_ENV = "EDITSPEC_ZOO_PLAN"
 POWER_FILE = HERE / "power.json"
 FORMAT = "editspec-zoo-power/1"
 
-# MUST clauses no mutant can be run against, each with the reason.
-EXEMPT: dict[str, str] = {
-    "WRITE-026": "requires the 'process' capability, which the reference driver does not "
-    "declare (it runs in the suite's process): the reference itself cannot run it",
-    "TXN-010": "requires the 'process' capability, which the reference driver does not "
-    "declare (it runs in the suite's process): the reference itself cannot run it",
+# The MUST clauses that need a server process (the ``process`` capability, which the
+# in-process reference driver does not declare): they run over MCP, against ``editspec
+# serve`` and against ``zoo.py serve SERVED_MUTANT``, an MCP server with the mutant active.
+SERVED_MUTANT = "in_place_publish"
+SERVED: dict[str, str] = {
+    "WRITE-026": "a server killed while it replaces a file",
+    "TXN-010": "a server killed while it applies a patch",
 }
 
 
@@ -220,6 +230,50 @@ def run_pairs(
     }
 
 
+def _served_command(name: str | None) -> str:
+    python = sys.executable
+    if name is None:
+        return f"{python} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
+    return f"{python} {HERE / 'zoo.py'} serve {name} {{root}} --state-dir {{state_dir}}"
+
+
+def _mcp_check(clauses: Sequence[str], name: str | None, report: Path) -> dict[str, str]:
+    map_file = HERE.parents[1] / "spec" / "mcp_maps" / "editspec.toml"
+    command = [sys.executable, "-m", "editspec.spec.cli", "check", "-k", " or ".join(clauses)]
+    command += ["--mcp", _served_command(name), "--mcp-map", str(map_file)]
+    command += ["--report", str(report)]
+    subprocess.run(command, capture_output=True, text=True, timeout=1500)
+    if not report.exists():
+        return dict.fromkeys(clauses, "NO-REPORT")
+    data = json.loads(report.read_text(encoding="utf-8"))
+    return {item["id"]: item["outcome"] for item in data["clauses"]}
+
+
+def run_served() -> list[dict[str, Any]]:
+    """The ``SERVED`` clauses over MCP, for the reference's server and the served mutant."""
+    clauses = sorted(SERVED)
+    with (
+        tempfile.TemporaryDirectory(prefix="editspec-zoo-served-") as tmp,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        runs = [
+            pool.submit(_mcp_check, clauses, name, Path(tmp) / f"{name}.json")
+            for name in (None, SERVED_MUTANT)
+        ]
+        reference, mutant = (run.result() for run in runs)
+    return [
+        {
+            "clause": cid,
+            "mutant": SERVED_MUTANT,
+            "outcome": mutant.get(cid, "NOT-RUN"),
+            "reference": reference.get(cid, "NOT-RUN"),
+            "caught": is_catch(mutant.get(cid, "NOT-RUN"), reference.get(cid)),
+            "message": "over MCP (zoo.py serve)",
+        }
+        for cid in clauses
+    ]
+
+
 def power_table(record: dict[str, Any]) -> dict[str, list[str]]:
     """Clause id -> the mutants that catch it, from a power record."""
     table: dict[str, list[str]] = {}
@@ -236,7 +290,7 @@ def write_power(record: dict[str, Any], path: Path) -> None:
         "command": "python tests/mutants/zoo.py power",
         "duration": record["duration"],
         "clauses": power_table(record),
-        "exempt": EXEMPT,
+        "served": {cid: SERVED_MUTANT for cid in SERVED},
         "mutants": {
             name: {"defect": MUTANTS[name].defect}
             for name in sorted({row["mutant"] for row in record["pairs"]})
@@ -260,9 +314,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     trying.add_argument("--clauses", default="")
     trying.add_argument("--areas", default="")
     trying.add_argument("-n", type=int, default=2)
+    serve = commands.add_parser("serve", help="editspec serve, with one engine mutant active")
+    serve.add_argument("name")
+    serve.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        mutant = MUTANTS[args.name]
+        if mutant.wrap is not None or mutant.per_workspace is not None:
+            parser.error(f"{args.name} is not an engine mutant: it cannot be served")
+        mutant_zoo.activate(mutant)
+        from editspec.spec import serve as served
+
+        return served.main(args.rest)
     if args.command == "power":
         record = run_pairs(declared_pairs(), processes=args.n)
+        record["pairs"] += run_served()
         write_power(record, Path(args.out))
         lost = [row for row in record["pairs"] if not row["caught"]]
         for row in lost:

@@ -9,34 +9,39 @@ suite's own crash and power-loss clauses must catch them as well.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import durability
-from mutant_zoo import Mutant, _replace, register
+from mutant_zoo import MUTANTS, Mutant, _replace, register
 
 from editspec.reference import (
     RecoveryReport,
+    ToolError,
+    _access,
+    _ignore,
     _journal,
     _locks,
+    _notebook,
+    _paths,
     _recovery,
+    _remote,
+    _remote_commit,
     _rollback,
+    _search,
     _snapshots,
     _transaction,
+    _walk,
     _workspace,
     _write,
 )
-
-# The MUST clauses each mutant must fail (and the reference passes).
-TARGETS: dict[str, tuple[str, ...]] = {}
+from editspec.reference._fs import FileSystem
 
 
 def _engine(name: str, defect: str, areas: tuple[str, ...], install: Any) -> None:
-    register(
-        Mutant(
-            name=name, defect=defect, areas=areas, install=install, clauses=TARGETS.get(name, ())
-        )
-    )
+    register(Mutant(name=name, defect=defect, areas=areas, install=install))
 
 
 for _mutant in durability.MUTANTS:
@@ -46,7 +51,6 @@ for _mutant in durability.MUTANTS:
             defect=_mutant.defect[0].upper() + _mutant.defect[1:] + ".",
             areas=("TXN", "RECOV", "WRITE", "SNAP"),
             context=_mutant.active,
-            clauses=TARGETS.get(f"dur_{_mutant.name}", ()),
         )
     )
 
@@ -164,4 +168,510 @@ _engine(
     "No snapshot is ever recorded, whatever the result says.",
     ("SNAP",),
     _no_snapshots,
+)
+
+
+# -- paths -----------------------------------------------------------------------------------
+
+
+def _replace_resolve(resolve: Any) -> None:
+    """``resolve`` where the workspace calls it (it imports the function by name)."""
+    _replace(_workspace, "resolve", resolve)
+
+
+def _cwd_relative() -> None:
+    original = _workspace.resolve
+
+    def resolve(workspace: Any, path: Any) -> Any:
+        text = os.fspath(path)
+        if isinstance(text, str) and not os.path.isabs(text) and "\0" not in text:
+            text = os.path.abspath(text)  # against the process's directory, not the root
+        return original(workspace, text)
+
+    _replace_resolve(resolve)
+
+
+_engine(
+    "relative_to_cwd",
+    "A relative path is resolved against the process's current directory.",
+    ("PATH",),
+    _cwd_relative,
+)
+
+
+def _no_dotdot() -> None:
+    original = _workspace.resolve
+
+    def resolve(workspace: Any, path: Any) -> Any:
+        if isinstance(path, str) and ".." in path.split("/"):
+            raise ToolError("OUTSIDE_WORKSPACE", f"{path}: '..' is not allowed")
+        return original(workspace, path)
+
+    _replace_resolve(resolve)
+
+
+_engine(
+    "dotdot_always_refused",
+    "Any '..' component is refused, even one that stays inside the root.",
+    ("PATH",),
+    _no_dotdot,
+)
+
+
+def _absolute_refused() -> None:
+    original = _workspace.resolve
+
+    def resolve(workspace: Any, path: Any) -> Any:
+        if isinstance(path, str) and os.path.isabs(path):
+            raise ToolError("OUTSIDE_WORKSPACE", f"{path}: absolute paths are not allowed")
+        return original(workspace, path)
+
+    _replace_resolve(resolve)
+
+
+_engine(
+    "absolute_paths_refused",
+    "An absolute path is refused even when it names a file inside the root.",
+    ("PATH",),
+    _absolute_refused,
+)
+
+
+def _no_symlinks() -> None:
+    original = _workspace.resolve
+
+    def resolve(workspace: Any, path: Any) -> Any:
+        result = original(workspace, path)
+        if result.crossed_link:
+            raise ToolError("OUTSIDE_WORKSPACE", f"{path} goes through a symlink")
+        return result
+
+    _replace_resolve(resolve)
+
+
+_engine(
+    "every_symlink_refused",
+    "A path through any symlink is refused, even one whose target is inside the root.",
+    ("PATH",),
+    _no_symlinks,
+)
+
+
+def _last_link_only() -> None:
+    """Only the last component's symlink is checked: links higher up are followed freely."""
+    original = _workspace.resolve
+
+    def resolve(workspace: Any, path: Any) -> Any:
+        try:
+            return original(workspace, path)
+        except ToolError as error:
+            text = os.fspath(path)
+            joined = os.path.normpath(os.path.join(workspace.root, text))
+            careful = os.path.isabs(text) or ".." in text.split("/") or os.path.islink(joined)
+            if error.code != "OUTSIDE_WORKSPACE" or careful:
+                raise
+            real = os.path.join(os.path.realpath(os.path.dirname(joined)), os.path.basename(joined))
+            exists = os.path.lexists(real)
+            return _paths.WorkspacePath(
+                requested=text,
+                logical=joined,
+                real=real,
+                relative=os.path.relpath(joined, workspace.root),
+                crossed_link=True,
+                exists=exists,
+                kind=_paths.FILE if os.path.isfile(real) else _paths.MISSING,
+                nlink=os.stat(real).st_nlink if exists else 0,
+            )
+
+    _replace_resolve(resolve)
+
+
+_engine(
+    "parent_links_followed",
+    "Only a symlink in the last component is checked: a directory symlink higher up the "
+    "path is followed out of the root.",
+    ("PATH",),
+    _last_link_only,
+)
+
+
+def _loops_hang() -> None:
+    original = _paths._Resolver.follow
+
+    def follow(self: Any, link: str, inside: bool) -> list[str]:
+        try:
+            return original(self, link, inside)
+        except ToolError as error:
+            if error.code != "INVALID_ARGUMENT":
+                raise
+            time.sleep(30)  # a loop is followed until something gives up
+            raise
+
+    _replace(_paths._Resolver, "follow", follow)
+
+
+_engine(
+    "symlink_loop_hangs",
+    "A symlink loop is followed for a long time before it is reported.",
+    ("PATH",),
+    _loops_hang,
+)
+
+
+# -- writes, creates, temp files ---------------------------------------------------------------
+
+
+def _create_clobbers() -> None:
+    def create(fs: Any, real_path: str, data: bytes, *, mode: int | None = None) -> Any:
+        with open(real_path, "wb") as handle:
+            handle.write(data)
+        return ()
+
+    _replace(_write, "atomic_create", create)
+
+
+_engine(
+    "create_clobbers",
+    "A new file is created with a plain open-and-truncate: two concurrent creates both "
+    "succeed, the later one overwriting the earlier.",
+    ("WRITE", "LOCK"),
+    _create_clobbers,
+)
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+def _no_gitignore() -> None:
+    _replace(_walk.SearchTree, "read_ignore", lambda self, *args, **kwargs: None)
+
+
+_engine(
+    "gitignore_not_read",
+    "No .gitignore is read: ignored files are listed and searched.",
+    ("GLOB", "GREP"),
+    _no_gitignore,
+)
+
+
+def _root_gitignore_only() -> None:
+    original = _walk.SearchTree.read_ignore
+
+    def read_ignore(self: Any, relative: str, base: str, *args: Any, **kwargs: Any) -> Any:
+        if base:
+            return None
+        return original(self, relative, base, *args, **kwargs)
+
+    _replace(_walk.SearchTree, "read_ignore", read_ignore)
+
+
+_engine(
+    "nested_gitignore_not_read",
+    "Only the root's .gitignore is read; those of subdirectories are not.",
+    ("GLOB", "GREP"),
+    _root_gitignore_only,
+)
+
+
+def _no_negation() -> None:
+    original = _ignore.parse_rules
+
+    def parse_rules(content: bytes, source: str) -> list[Any]:
+        return [rule for rule in original(content, source) if not rule.negated]
+
+    _replace(_ignore, "parse_rules", parse_rules)
+
+
+_engine(
+    "negation_ignored",
+    "'!' lines of a .gitignore are dropped: nothing is ever re-included.",
+    ("GLOB", "GREP"),
+    _no_negation,
+)
+
+
+def _dir_only_ignored() -> None:
+    import attrs
+
+    original = _ignore.parse_rules
+
+    def parse_rules(content: bytes, source: str) -> list[Any]:
+        return [attrs.evolve(rule, dir_only=False) for rule in original(content, source)]
+
+    _replace(_ignore, "parse_rules", parse_rules)
+
+
+_engine(
+    "trailing_slash_ignored",
+    "A .gitignore pattern with a trailing '/' also excludes files of that name.",
+    ("GLOB",),
+    _dir_only_ignored,
+)
+
+
+def _dot_git_listed() -> None:
+    _replace(_walk.SearchTree, "builtin_exclusion", lambda self, relative: None)
+
+
+_engine(
+    "dot_git_listed",
+    "The .git directory is walked like any other.",
+    ("GLOB", "GREP"),
+    _dot_git_listed,
+)
+
+
+def _path_argument_ignored() -> None:
+    original = _search.search_root
+
+    def search_root(workspace: Any, path: Any) -> Any:
+        original(workspace, path)  # still refuses a path outside the root
+        return original(workspace, None)
+
+    _replace(_search, "search_root", search_root)
+
+
+_engine(
+    "path_argument_ignored",
+    "A search's path argument is checked but not used: the whole root is searched.",
+    ("GLOB", "GREP"),
+    _path_argument_ignored,
+)
+
+
+def _binary_searched() -> None:
+    from editspec.reference import _grep_py, _grep_query, _grep_rg
+
+    for module in (_grep_py, _grep_query, _grep_rg):
+        if hasattr(module, "is_binary"):
+            _replace(module, "is_binary", lambda data: False)
+
+
+_engine(
+    "binary_files_searched",
+    "Grep searches binary files as text.",
+    ("GREP",),
+    _binary_searched,
+)
+
+
+def _include_ignored() -> None:
+    _replace(_search, "_include", lambda include: None)
+
+
+_engine(
+    "include_ignored",
+    "Grep's include glob is ignored: every file is searched.",
+    ("GREP",),
+    _include_ignored,
+)
+
+
+# -- read records ----------------------------------------------------------------------------
+
+
+class _AnyReadTracker(_access.AccessTracker):
+    """A session that has read any file in full may write every file."""
+
+    def require_fresh(self, session_id: str, key: str, **kwargs: Any) -> None:
+        if self.get(session_id, key) is None and kwargs.get("expected_sha256") is None:
+            with self._lock:
+                if any(sid == session_id and r.full for (sid, _k), r in self._records.items()):
+                    return
+        super().require_fresh(session_id, key, **kwargs)
+
+
+register(
+    Mutant(
+        name="any_read_authorizes",
+        defect="A full read of one file authorizes writing any other file.",
+        areas=("TRACK",),
+        per_workspace=lambda ws: setattr(ws, "access", _AnyReadTracker()),
+    )
+)
+
+
+# -- remote workspaces -----------------------------------------------------------------------
+
+
+def _no_read_back() -> None:
+    def publish_one(files: Any, change: Any) -> tuple[Any, bool]:
+        try:
+            current = _remote_commit.read_or_none(files, change.path)
+        except ToolError as error:
+            return error, False
+        if current != change.old_text:
+            return ToolError("STALE", f"{change.shown} changed in the client"), False
+        try:
+            files.write_text(change.path, change.new_text)
+        except ToolError as error:
+            return error, True
+        return None, True  # whatever the client now holds
+
+    _replace(_remote_commit, "_publish_one", publish_one)
+
+
+_engine(
+    "remote_no_read_back",
+    "A remote write is not read back: a client that stores other text is taken at its word.",
+    ("REMOTE",),
+    _no_read_back,
+)
+
+
+def _no_remote_restore() -> None:
+    def restore(files: Any, change: Any, *, verified_new: bool) -> Any:
+        return _remote_commit._Restore(state=_remote_commit.NOT_RESTORED, note="not attempted")
+
+    _replace(_remote_commit, "_restore", restore)
+
+
+_engine(
+    "remote_no_restore",
+    "When a remote multi-file change fails, the files already written are not restored.",
+    ("REMOTE",),
+    _no_remote_restore,
+)
+
+
+def _remote_writes_locally() -> None:
+    original = _remote.RemoteSession.write
+
+    def write(self: Any, path: str, content: Any, **kwargs: Any) -> Any:
+        result = original(self, path, content, **kwargs)
+        local = os.path.join(self.workspace.root, path)
+        if isinstance(content, str) and os.path.isdir(os.path.dirname(local)):
+            with open(local, "w", encoding="utf-8") as handle:  # a cache beside the client
+                handle.write(content)
+        return result
+
+    _replace(_remote.RemoteSession, "write", write)
+
+
+_engine(
+    "remote_writes_locally",
+    "A remote write also writes a local file of the same name.",
+    ("REMOTE",),
+    _remote_writes_locally,
+)
+
+
+def _remote_client_drops_writes() -> None:
+    original = _remote_commit.publish
+
+    def publish(files: Any, changes: Any) -> None:
+        first = list(changes)[:1]
+        original(files, first)  # only the first file of the change is written
+
+    _replace(_remote_commit, "publish", publish)
+
+
+_engine(
+    "remote_first_file_only",
+    "A remote change writes only its first file and reports every file changed.",
+    ("REMOTE",),
+    _remote_client_drops_writes,
+)
+
+
+# -- patches and notebooks -------------------------------------------------------------------
+
+
+def _patch_default_mode() -> None:
+    original = _transaction._step
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **{**kwargs, "mode": None})
+
+    _replace(_transaction, "_step", step)
+
+
+_engine(
+    "patch_mode_not_kept",
+    "A file a patch updates or moves gets the default mode instead of its own.",
+    ("PATCH",),
+    _patch_default_mode,
+)
+
+
+def _attachments_dropped() -> None:
+    original = _notebook._replaced_cell
+
+    def replaced_cell(*args: Any, **kwargs: Any) -> Any:
+        cell = original(*args, **kwargs)
+        if "attachments" in cell:
+            cell["attachments"] = {}
+        cell["metadata"] = {}
+        return cell
+
+    _replace(_notebook, "_replaced_cell", replaced_cell)
+
+
+_engine(
+    "cell_metadata_dropped",
+    "An edited cell loses its metadata and attachments.",
+    ("NB",),
+    _attachments_dropped,
+)
+
+
+# -- a server killed mid-write (the ``process`` clauses, served by ``zoo.py serve``) --------
+
+
+def _in_place_publish() -> None:
+    for name in ("non_atomic_write", "patch_file_by_file"):
+        install = MUTANTS[name].install
+        assert install is not None
+        install()
+
+
+_engine(
+    "in_place_publish",
+    "Nothing is published atomically: a replace truncates the file and writes it in place, "
+    "and a patch commits its files one at a time.",
+    ("WRITE", "TXN"),
+    _in_place_publish,
+)
+
+
+class _FileLinkEntry:
+    """A directory entry that reports a symlink to a file as the file it points to."""
+
+    def __init__(self, entry: os.DirEntry[str]) -> None:
+        self._entry = entry
+        self.name = entry.name
+        self.path = entry.path
+
+    def _to_file(self) -> bool:
+        return self._entry.is_symlink() and self._entry.is_file(follow_symlinks=True)
+
+    def is_symlink(self) -> bool:
+        return self._entry.is_symlink() and not self._to_file()
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self._entry.is_dir(follow_symlinks=False)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return self._entry.is_file(follow_symlinks=self._to_file())
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._entry.stat(follow_symlinks=self._to_file())
+
+    def inode(self) -> int:
+        return self._entry.inode()
+
+
+class _FileLinkFileSystem(FileSystem):
+    def scandir(self, path: str) -> Iterator[Any]:
+        return iter([_FileLinkEntry(entry) for entry in super().scandir(path)])
+
+
+register(
+    Mutant(
+        name="search_follows_file_links",
+        defect="The search walk takes a symlink to a file for the file: a link to a file "
+        "outside the root is searched.",
+        areas=("GREP", "GLOB"),
+        per_workspace=lambda ws: setattr(ws, "fs", _FileLinkFileSystem()),
+    )
 )
