@@ -163,11 +163,16 @@ def _wrong(value: Any) -> Any:
 def _reversed(value: Any) -> Any:
     """Items in reverse order; a diff reversed (its '-' and '+' lines swapped)."""
     if isinstance(value, str):
-        swap = {"-": "+", "+": "-"}
-        return "".join(
-            swap.get(line[:1], line[:1]) + line[1:] for line in value.splitlines(keepends=True)
-        )
+        lines = value.splitlines(keepends=True)
+        return "".join(_swapped(line) for line in lines)
     return tuple(reversed(value)) if isinstance(value, (tuple, list)) else value
+
+
+def _swapped(line: str) -> str:
+    for one, other in (("--- ", "+++ "), ("+++ ", "--- "), ("-", "+"), ("+", "-")):
+        if line.startswith(one):
+            return other + line[len(one) :]
+    return line
 
 
 def _transform(result: Any, kind: str, target: str, field: str, how: str) -> Any:
@@ -417,6 +422,40 @@ def _sizes_hook(session: Any, op: str, call: Callable[..., Any], args: Any, kwar
     return result
 
 
+def _linked_matches(root: str, pattern: str) -> list[Any]:
+    """Matches in the files that symlinks under ``root`` point to, wherever they are."""
+    import re
+
+    found = []
+    for directory, dirs, files in os.walk(root, followlinks=True):
+        for name in files + dirs:
+            full = os.path.join(directory, name)
+            if not os.path.islink(full) or not os.path.isfile(full):
+                continue
+            with open(full, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                hit = re.search(pattern, line)
+                if hit is not None:
+                    relative = os.path.relpath(full, root).replace(os.sep, "/")
+                    found.append(
+                        SimpleNamespace(
+                            path=relative, line=number, column=hit.start() + 1, text=line
+                        )
+                    )
+    return found
+
+
+def _grep_links_hook(
+    session: Any, op: str, call: Callable[..., Any], args: Any, kwargs: Any
+) -> Any:
+    result = call(*args, **kwargs)
+    if op != "grep" or session is None:
+        return result
+    extra = _linked_matches(session.root, args[0])
+    return _evolve(result, {"matches": tuple(result.matches) + tuple(extra)}) if extra else result
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 
@@ -532,6 +571,13 @@ _broken(
     "A listing walks the tree following directory symlinks (to total the sizes).",
     _sizes_hook,
     ("LIST",),
+)
+_broken(
+    "grep_follows_links",
+    "Grep follows symlinks to files (and walks linked directories): the files they point "
+    "to are searched wherever they are.",
+    _grep_links_hook,
+    ("GREP",),
 )
 _broken(
     "no_match_is_an_error",

@@ -7,13 +7,15 @@ subclass. The defects are the ones real file tools have shipped: a stale check b
 confinement by string prefix, the first of several matches edited, CRLF or a BOM lost, a
 patch half applied, a rewind over someone else's change, and so on.
 
-A process runs one mutant (``tests/mutants/test_zoo.py`` starts one ``editspec check``
-per mutant, limited to the clause areas that concern it): module-level replacements are
-installed once, the first time the factory is called, and stay for the process.
+Mutants are activated and deactivated in one process (``activate``): module-level
+replacements go through ``_replace``, which remembers what it replaced, so one
+``editspec check`` process can run clause after clause, each with its own mutant
+(``zoo.py``'s ``zoo:factory``); ``mutant_zoo:<name>`` is still the factory of one mutant.
 
-``MUTANTS`` lists them with the defect in one sentence and the areas whose clauses must
-catch it. The conformance suite must fail every one of them on at least one MUST clause;
-a mutant that survives is a hole in the specification.
+``MUTANTS`` lists them with the defect in one sentence, the areas it concerns and the MUST
+clauses it must fail (``Mutant.clauses``, or ``targets.TARGETS``); ``zoo.py`` adds the
+mutants of ``broken_drivers.py`` and ``zoo_*.py``. A mutant that no longer applies (a name
+it replaces is gone) is an error of the zoo, never a catch.
 """
 
 from __future__ import annotations

