@@ -509,24 +509,6 @@ _engine(
 )
 
 
-def _remote_client_drops_writes() -> None:
-    original = _remote_commit.publish
-
-    def publish(files: Any, changes: Any) -> None:
-        first = list(changes)[:1]
-        original(files, first)  # only the first file of the change is written
-
-    _replace(_remote_commit, "publish", publish)
-
-
-_engine(
-    "remote_first_file_only",
-    "A remote change writes only its first file and reports every file changed.",
-    ("REMOTE",),
-    _remote_client_drops_writes,
-)
-
-
 # -- patches and notebooks -------------------------------------------------------------------
 
 
