@@ -150,3 +150,26 @@ def test_process_clauses_catch_a_served_mutant() -> None:
     assert {row["clause"] for row in rows} == set(SERVED)
     lost = [row for row in rows if not row["caught"]]
     assert not lost, f"process clauses the served mutant {ZOO.SERVED_MUTANT} passes: {lost}"
+
+
+def test_catalog_power_lists_each_must_clause_and_fails_on_an_uncovered_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from editspec.spec import catalog
+    from editspec.spec.cli import main
+
+    clauses = ZOO.must_clauses()
+    covered = {cid: ["some_mutant"] for cid in clauses}
+    lines, uncovered = catalog.power_report(catalog.load(), {"clauses": covered})
+    assert len(lines) == len(clauses) and not uncovered
+    first = sorted(clauses)[0]
+    del covered[first]
+    power = tmp_path / "power.json"
+    power.write_text(json.dumps({"clauses": covered}), encoding="utf-8")
+    assert main(["catalog", "--power", str(power)]) == 1
+    out, err = capsys.readouterr()
+    assert f"{first:<10}   0  NONE" in out
+    assert first in err
+    assert main(["catalog", "--power", str(tmp_path / "missing.json")]) == 2
