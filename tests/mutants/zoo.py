@@ -309,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     power = commands.add_parser("power", help="run every declared pair, write the power file")
     power.add_argument("--out", default=str(POWER_FILE))
     power.add_argument("-n", type=int, default=2, help="parallel processes")
+    power.add_argument(
+        "--served-only", action="store_true", help="run only the served pairs, into --out"
+    )
     trying = commands.add_parser("try", help="which clauses do these mutants fail?")
     trying.add_argument("names", nargs="+")
     trying.add_argument("--clauses", default="")
@@ -327,11 +330,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return served.main(args.rest)
     if args.command == "power":
-        record = run_pairs(declared_pairs(), processes=args.n)
+        if args.served_only:  # refresh the served pairs of an existing power file
+            old = json.loads(Path(args.out).read_text(encoding="utf-8"))
+            kept = [
+                {"clause": cid, "mutant": name, "caught": True}
+                for cid, names in old["clauses"].items()
+                if cid not in SERVED
+                for name in names
+            ]
+            record = {"duration": old["duration"], "pairs": kept}
+        else:
+            record = run_pairs(declared_pairs(), processes=args.n)
         record["pairs"] += run_served()
         write_power(record, Path(args.out))
         lost = [row for row in record["pairs"] if not row["caught"]]
-        for row in lost:
+        for row in lost:  # fmt: skip
             print(f"NOT CAUGHT {row['clause']} by {row['mutant']}: {row['outcome']} "
                   f"(reference {row['reference']}) {row['message'][:120]}")  # fmt: skip
         print(f"{len(record['pairs']) - len(lost)}/{len(record['pairs'])} pairs caught in "
