@@ -204,3 +204,28 @@ def self_check(
                 f"{catalog_file} is out of date: run editspec catalog --write {catalog_file}"
             )
     return problems
+
+
+def power_report(clauses: list[Clause], power: dict[str, object]) -> tuple[list[str], list[str]]:
+    """The lines of ``editspec catalog --power``, and the live MUST clauses no mutant fails.
+
+    ``power`` is a power file (``tests/mutants/power.json``, written by ``python
+    tests/mutants/zoo.py power``): per clause id, the mutants and broken drivers that FAIL
+    it while the reference PASSes it.
+    """
+    caught = power.get("clauses")
+    if not isinstance(caught, dict):
+        raise ValueError("not a power file: it has no 'clauses' table")
+    lines: list[str] = []
+    uncovered: list[str] = []
+    for item in clauses:
+        if item.level != "MUST" or item.withdrawn is not None:
+            continue
+        names = caught.get(item.id) or []
+        if names:
+            shown = ", ".join(str(name) for name in names)
+        else:
+            shown = "NONE"
+            uncovered.append(item.id)
+        lines.append(f"{item.id:<10} {len(names):>3}  {shown}")
+    return lines, uncovered

@@ -4,7 +4,7 @@
                     | --mcp-url URL --mcp-root DIR [--mcp-map FILE]]
                    [--report out.json|out.md]... [--expectations FILE] [-k EXPR] [-n N]
     editspec expectations update REPORT.json [-o FILE]
-    editspec catalog [--write [FILE]] [--check [FILE]]
+    editspec catalog [--write [FILE]] [--check [FILE]] [--power [FILE]]
     editspec audit [-k EXPR] [-n N]   (positive controls and minimal requirements)
     editspec replay ... | explore ... | serve ...
 
@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 EXIT_OK = 0
 EXIT_MUST_FAILED = 1
@@ -188,6 +189,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         if problems:
             return EXIT_MUST_FAILED
         print(f"catalog OK: {len(clauses)} clauses, {target} up to date")
+    if args.power is not None:
+        return _catalog_power(catalog, clauses, Path(args.power))
     if args.write is None and args.check is None:
         for item in clauses:
             withdrawn = " (withdrawn)" if item.withdrawn else ""
@@ -257,6 +260,24 @@ EXPLORE_URL_REFUSAL = (
     "restart, and it serves one fixed root. Give the command that starts the server instead: "
     'editspec explore --mcp "COMMAND {root} ..."'
 )
+
+
+def _catalog_power(catalog: Any, clauses: list[Any], path: Path) -> int:
+    """Per MUST clause, the mutants that fail it (from a power file); 1 if one has none."""
+    import json
+
+    try:
+        lines, uncovered = catalog.power_report(clauses, json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError) as exc:
+        print(f"editspec catalog: --power {path}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print("clause     mutants that fail it (and the reference passes)")
+    print("\n".join(lines))
+    print(f"{len(lines) - len(uncovered)}/{len(lines)} MUST clauses fail for a mutant")
+    if uncovered:
+        print(f"no mutant fails: {', '.join(uncovered)}", file=sys.stderr)
+        return EXIT_MUST_FAILED
+    return EXIT_OK
 
 
 def _delegate(name: str, argv: Sequence[str]) -> int:
@@ -336,6 +357,13 @@ def build_parser() -> argparse.ArgumentParser:
     catalog = commands.add_parser("catalog", help="print, write or check the clause catalog")
     catalog.add_argument("--write", nargs="?", const="", metavar="FILE", help="write CLAUSES.md")
     catalog.add_argument("--check", nargs="?", const="", metavar="FILE", help="self-check")
+    catalog.add_argument(
+        "--power",
+        nargs="?",
+        const="tests/mutants/power.json",
+        metavar="FILE",
+        help="per MUST clause, the mutants that fail it (python tests/mutants/zoo.py power)",
+    )
     catalog.set_defaults(handler=cmd_catalog)
 
     audit_parser = commands.add_parser(

@@ -7,21 +7,25 @@ subclass. The defects are the ones real file tools have shipped: a stale check b
 confinement by string prefix, the first of several matches edited, CRLF or a BOM lost, a
 patch half applied, a rewind over someone else's change, and so on.
 
-A process runs one mutant (``tests/mutants/test_zoo.py`` starts one ``editspec check``
-per mutant, limited to the clause areas that concern it): module-level replacements are
-installed once, the first time the factory is called, and stay for the process.
+Mutants are activated and deactivated in one process (``activate``): module-level
+replacements go through ``_replace``, which remembers what it replaced, so one
+``editspec check`` process can run clause after clause, each with its own mutant
+(``zoo.py``'s ``zoo:factory``); ``mutant_zoo:<name>`` is still the factory of one mutant.
 
-``MUTANTS`` lists them with the defect in one sentence and the areas whose clauses must
-catch it. The conformance suite must fail every one of them on at least one MUST clause;
-a mutant that survives is a hole in the specification.
+``MUTANTS`` lists them with the defect in one sentence, the areas it concerns and the MUST
+clauses it must fail (``Mutant.clauses``, or ``targets.TARGETS``); ``zoo.py`` adds the
+mutants of ``broken_drivers.py`` and ``zoo_*.py``. A mutant that no longer applies (a name
+it replaces is gone) is an error of the zoo, never a catch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -47,46 +51,114 @@ from editspec.spec.drivers.reference import ReferenceDriver
 
 @attrs.frozen(kw_only=True)
 class Mutant:
+    """One broken implementation: the reference with one defect.
+
+    The defect is installed in one of four ways: ``install`` replaces engine functions
+    (through ``_replace``, so ``deactivate`` can put them back), ``context`` is a context
+    manager entered for as long as the mutant is active (the durability mutants),
+    ``per_workspace`` changes a component of each new ``Workspace``, and ``wrap`` puts a
+    broken driver around the reference driver (``broken_drivers.py``). ``clauses`` are
+    the MUST clauses that must FAIL for it (and PASS for the reference): the zoo test runs
+    exactly those; a mutant without them runs every MUST clause of its ``areas``.
+    """
+
     name: str
     defect: str
     areas: tuple[str, ...]
-    install: Callable[[], None] | None = None  # module-level replacement, once per process
+    install: Callable[[], None] | None = None  # module-level replacement, undone by deactivate
     per_workspace: Callable[[Workspace], None] | None = None  # after the Workspace is built
+    context: Callable[[], AbstractContextManager[Any]] | None = None
+    wrap: Callable[[ReferenceDriver], Any] | None = None  # a broken driver around the reference
+    clauses: tuple[str, ...] = ()
+
+    def build(self, root: Path, state_dir: Path) -> Any:
+        """The mutant's driver over ``root`` (activates the mutant in this process)."""
+        return (
+            MutantDriver(self, root, state_dir)
+            if self.wrap is None
+            else self.wrap(MutantDriver(self, root, state_dir))
+        )
 
 
 MUTANTS: dict[str, Mutant] = {}
-_INSTALLED: set[str] = set()
-_INSTALL_LOCK = threading.Lock()
+_INSTALL_LOCK = threading.RLock()
+_UNDO: list[tuple[Any, str, Any]] = []  # (owner, name, original or _ABSENT), newest last
+_ACTIVE: list[tuple[str, contextlib.ExitStack]] = []
+_ABSENT = object()
+
+
+def activate(mutant: Mutant) -> None:
+    """Make ``mutant`` the one active mutant of this process (undoing the previous one).
+
+    Raises ``AttributeError`` when an engine name the mutant replaces no longer exists:
+    the mutant is out of date, an error of the zoo, never a catch.
+    """
+    with _INSTALL_LOCK:
+        if _ACTIVE and _ACTIVE[0][0] == mutant.name:
+            return
+        deactivate()
+        stack = contextlib.ExitStack()
+        try:
+            if mutant.install is not None:
+                mutant.install()
+            if mutant.context is not None:
+                stack.enter_context(mutant.context())
+        except BaseException:
+            stack.close()
+            _undo_replacements()
+            raise
+        _ACTIVE.append((mutant.name, stack))
+
+
+def deactivate() -> None:
+    """Put the reference back: undo every replacement and leave every context."""
+    with _INSTALL_LOCK:
+        while _ACTIVE:
+            _ACTIVE.pop()[1].close()
+        _undo_replacements()
+
+
+def _undo_replacements() -> None:
+    while _UNDO:
+        owner, name, original = _UNDO.pop()
+        if original is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
 
 
 class MutantDriver(ReferenceDriver):
     """The reference driver with one mutant's defect."""
 
     def __init__(self, mutant: Mutant, root: Path, state_dir: Path) -> None:
-        with _INSTALL_LOCK:
-            if mutant.install is not None and mutant.name not in _INSTALLED:
-                mutant.install()
-                _INSTALLED.add(mutant.name)
+        activate(mutant)
         super().__init__(root, state_dir)
         self.name = f"mutant:{mutant.name}"
         if mutant.per_workspace is not None:
             mutant.per_workspace(self.workspace)
 
 
-def _register(mutant: Mutant) -> Callable[[Path, Path], MutantDriver]:
+def register(mutant: Mutant) -> Callable[[Path, Path], Any]:
+    """Add ``mutant`` to ``MUTANTS``; its ``DriverFactory``."""
+    if mutant.name in MUTANTS:
+        raise ValueError(f"two mutants named {mutant.name}")
     MUTANTS[mutant.name] = mutant
 
-    def factory(root: Path, state_dir: Path) -> MutantDriver:
-        return MutantDriver(mutant, root, state_dir)
+    def factory(root: Path, state_dir: Path) -> Any:
+        return mutant.build(root, state_dir)
 
     factory.__name__ = mutant.name
     factory.__doc__ = mutant.defect
     return factory
 
 
+_register = register
+
+
 def _replace(module: Any, name: str, value: Any) -> None:
     if not hasattr(module, name):
         raise AttributeError(f"{module.__name__} has no {name}: the mutant is out of date")
+    _UNDO.append((module, name, vars(module).get(name, _ABSENT)))
     setattr(module, name, value)
 
 

@@ -1,20 +1,27 @@
-"""The suite must catch every mutant of the zoo (``mutant_zoo.py``) on a MUST clause.
+"""Every MUST clause can fail: the zoo's mutants and broken drivers (DESIGN §7).
 
-Each mutant runs in its own ``editspec check`` process, limited to the MUST clauses of
-the areas that concern it (``-k``), with a JSON report; the unmutated reference runs
-the same clauses once, as the baseline. A mutant is caught by the clauses that PASS for
-the reference and FAIL (or ERROR) for it. The table of which clauses catch which mutant
-is printed; a mutant that survives is a hole in the specification, to be closed with a
-clause in ``spec/test_<area>.py``.
+The zoo (``zoo.py`` gathers ``mutant_zoo.py``, ``broken_drivers.py`` and ``zoo_*.py``) holds
+broken implementations, each with the MUST clauses it must fail (``Mutant.clauses``).
+
+* ``test_the_zoo_is_well_formed``: every mutant still applies (each engine name it replaces
+  exists: a mutant whose target vanished is an error of the zoo, never a catch), names
+  only live MUST clauses, and deactivating it puts the reference back exactly.
+* ``test_every_must_clause_has_a_mutant``: every live MUST clause is named by a mutant;
+  the two that need a server process (``zoo.SERVED``) are run over MCP against a served
+  mutant (``test_process_clauses_catch_a_served_mutant``).
+* ``test_every_mutant_is_caught``: every (clause, mutant) pair runs, many pairs per
+  ``editspec check`` process (``zoo:factory`` is each pair's mutant in turn), and the
+  reference runs the same clauses: each pair must FAIL for the mutant while the clause
+  PASSes for the reference. An ERROR is never a catch; it is reported as a zoo error.
+
+``python tests/mutants/zoo.py power`` runs the same pairs and writes ``power.json``, which
+``editspec catalog --power tests/mutants/power.json`` prints clause by clause.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import importlib.util
-import json
+import importlib
 import os
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -25,94 +32,144 @@ import pytest
 from editspec.spec.contract import AREAS
 
 HERE = Path(__file__).resolve().parent
-FAILED = ("FAIL", "ERROR")
 
 
 def _zoo() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mutant_zoo", HERE / "mutant_zoo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("mutant_zoo", module)
-    spec.loader.exec_module(module)
-    return module
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    return importlib.import_module("zoo")
 
 
 ZOO = _zoo()
 
-
-def _selection(areas: tuple[str, ...]) -> str:
-    # "EDIT-" matches the clause ids EDIT-001...; "EDIT" alone would match test names too.
-    ids = " or ".join(f"{area}-" for area in areas)
-    return f"({ids}) and MUST"
+SERVED = ZOO.SERVED
 
 
-def _check(report: Path, selection: str, driver: str | None) -> dict[str, Any] | str:
-    """Run the selected clauses; the JSON report, or why there is none."""
-    command = [sys.executable, "-m", "editspec.spec.cli", "check", "-k", selection]
-    command += ["--report", str(report)]
-    if driver is not None:
-        command += ["--driver", driver]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
-    if not report.exists():
-        return f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[-1500:]}"
-    data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-    return data
+def _reference_state() -> dict[str, dict[str, Any]]:
+    import editspec.reference as package
 
-
-def _outcomes(report: dict[str, Any]) -> dict[str, str]:
-    return {item["id"]: item["outcome"] for item in report["clauses"]}
+    state = {}
+    for name, module in sorted(sys.modules.items()):
+        if name.startswith(package.__name__ + ".") and module is not None:
+            state[name] = dict(vars(module))
+            for attr, value in vars(module).items():
+                if isinstance(value, type) and value.__module__ == name:
+                    state[f"{name}.{attr}"] = dict(vars(value))
+    return state
 
 
 def test_the_zoo_is_well_formed() -> None:
-    assert len(ZOO.MUTANTS) >= 15
+    clauses = ZOO.must_clauses()
+    assert len(ZOO.MUTANTS) >= 30
+    before = _reference_state()
+    problems = []
     for name, mutant in ZOO.MUTANTS.items():
         assert mutant.name == name
-        assert callable(getattr(ZOO, name)), f"mutant_zoo:{name} is not a factory"
         assert mutant.defect.endswith("."), name
         assert set(mutant.areas) <= set(AREAS), f"{name}: unknown areas {mutant.areas}"
-        assert (mutant.install is None) != (mutant.per_workspace is None), name
+        ways = (mutant.install, mutant.per_workspace, mutant.context, mutant.wrap)
+        assert any(way is not None for way in ways), f"{name} installs no defect"
+        unknown = [cid for cid in mutant.clauses if cid not in clauses]
+        if unknown:
+            problems.append(f"{name} names clauses that are not live MUST clauses: {unknown}")
+        try:
+            ZOO.mutant_zoo.activate(mutant)
+        except Exception as exc:  # an engine name it replaces is gone
+            problems.append(f"{name} no longer applies: {type(exc).__name__}: {exc}")
+        finally:
+            ZOO.mutant_zoo.deactivate()
+    assert not problems, "zoo errors:\n  " + "\n  ".join(problems)
+    after = _reference_state()
+    changed = sorted(name for name in before if after.get(name) != before[name])
+    assert not changed, f"deactivated mutants left the reference changed: {changed}"
+
+
+def test_a_mutant_whose_target_vanished_is_a_zoo_error() -> None:
+    broken = ZOO.Mutant(
+        name="vanished",
+        defect="Replaces a function the engine no longer has.",
+        areas=("EDIT",),
+        install=lambda: ZOO.mutant_zoo._replace(ZOO.mutant_zoo._edit, "no_such_name", None),
+    )
+    with pytest.raises(AttributeError, match="out of date"):
+        ZOO.mutant_zoo.activate(broken)
+    ZOO.mutant_zoo.deactivate()
+
+
+def test_every_must_clause_has_a_mutant() -> None:
+    named = {cid for mutant in ZOO.MUTANTS.values() for cid in mutant.clauses}
+    clauses = ZOO.must_clauses()
+    missing = sorted(set(clauses) - named - set(SERVED))
+    assert not missing, (
+        "MUST clauses that no mutant of tests/mutants/ must fail (add one, with the clause "
+        f"in its clauses=...): {missing}"
+    )
+    assert set(SERVED) <= set(clauses)
+    assert ZOO.MUTANTS[ZOO.SERVED_MUTANT].wrap is None, "a served mutant changes the engine"
+
+
+def test_only_a_fail_is_a_catch() -> None:
+    rows = {
+        "FAIL": True,
+        "ERROR": False,
+        "PASS": False,
+        "UNSUPPORTED": False,
+        "NO-REPORT": False,
+        "INCONCLUSIVE": False,
+    }
+    for outcome, caught in rows.items():
+        assert ZOO.is_catch(outcome, "PASS") is caught, outcome
+    assert not ZOO.is_catch("FAIL", "FAIL")
+    assert not ZOO.is_catch("FAIL", "ERROR")
 
 
 @pytest.mark.slow
-def test_every_mutant_is_caught(tmp_path: Path) -> None:
-    mutants = list(ZOO.MUTANTS.values())
-    areas = sorted({area for mutant in mutants for area in mutant.areas})
+def test_every_mutant_is_caught() -> None:
     workers = max(2, min(4, os.cpu_count() or 2))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        baseline_run = pool.submit(
-            _check, tmp_path / "reference.json", _selection(tuple(areas)), None
-        )
-        runs = {
-            mutant.name: pool.submit(
-                _check,
-                tmp_path / f"{mutant.name}.json",
-                _selection(mutant.areas),
-                f"mutant_zoo:{mutant.name}",
-            )
-            for mutant in mutants
-        }
-        baseline = baseline_run.result()
-        results = {name: run.result() for name, run in runs.items()}
-    assert isinstance(baseline, dict), f"the reference run failed: {baseline}"
-    passing = {cid for cid, outcome in _outcomes(baseline).items() if outcome == "PASS"}
+    record = ZOO.run_pairs(ZOO.declared_pairs(), processes=workers)
+    lost = [row for row in record["pairs"] if not row["caught"]]
+    errors = [row for row in lost if row["outcome"] not in ("PASS", "FAIL")]
+    table = ZOO.power_table(record)
+    print(f"\nmutant zoo: {len(record['pairs'])} pairs in {record['duration']} s")
+    for cid, names in table.items():
+        print(f"{cid:<11} {', '.join(names)}")
+    report = [
+        f"{row['clause']} / {row['mutant']}: {row['outcome']} (reference {row['reference']}) "
+        f"{row['message'][:200]}"
+        for row in lost
+    ]
+    assert not errors, "zoo errors (an ERROR is never a catch):\n  " + "\n  ".join(report)
+    assert not lost, "pairs the suite no longer catches:\n  " + "\n  ".join(report)
+    uncaught = sorted(set(ZOO.must_clauses()) - set(table) - set(SERVED))
+    assert not uncaught, f"MUST clauses no mutant fails: {uncaught}"
 
-    table: list[str] = []
-    survivors: list[str] = []
-    for mutant in mutants:
-        result = results[mutant.name]
-        if isinstance(result, str):
-            caught: list[str] = []
-            note = f"no report ({result})"
-        else:
-            outcomes = _outcomes(result)
-            caught = sorted(cid for cid, outcome in outcomes.items()
-                            if outcome in FAILED and cid in passing)  # fmt: skip
-            note = f"{len(outcomes)} clauses run"
-        table.append(f"{mutant.name:<32} {', '.join(caught) or 'SURVIVED'}  [{note}]")
-        if not caught:
-            survivors.append(f"{mutant.name}: {mutant.defect} ({note})")
-    print("\nmutant zoo: mutant, caught by (MUST clauses that pass for the reference)")
-    print("\n".join(table))
-    assert not survivors, "mutants the suite does not catch:\n  " + "\n  ".join(survivors)
+
+@pytest.mark.slow
+def test_process_clauses_catch_a_served_mutant() -> None:
+    rows = ZOO.run_served()
+    assert {row["clause"] for row in rows} == set(SERVED)
+    lost = [row for row in rows if not row["caught"]]
+    assert not lost, f"process clauses the served mutant {ZOO.SERVED_MUTANT} passes: {lost}"
+
+
+def test_catalog_power_lists_each_must_clause_and_fails_on_an_uncovered_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from editspec.spec import catalog
+    from editspec.spec.cli import main
+
+    clauses = ZOO.must_clauses()
+    covered = {cid: ["some_mutant"] for cid in clauses}
+    lines, uncovered = catalog.power_report(catalog.load(), {"clauses": covered})
+    assert len(lines) == len(clauses) and not uncovered
+    first = sorted(clauses)[0]
+    del covered[first]
+    power = tmp_path / "power.json"
+    power.write_text(json.dumps({"clauses": covered}), encoding="utf-8")
+    assert main(["catalog", "--power", str(power)]) == 1
+    out, err = capsys.readouterr()
+    assert f"{first:<10}   0  NONE" in out
+    assert first in err
+    assert main(["catalog", "--power", str(tmp_path / "missing.json")]) == 2

@@ -20,7 +20,11 @@ from editspec.spec.peers.catalog import cache_dir, load_catalog
 
 FINDINGS = Path(__file__).resolve().parents[2] / "peers" / "findings"
 # The catalog peer whose installed site a reproduction imports, by the script's prefix.
-PEER_OF = {"deepagents": "deepagents-virtual", "langchain": "langchain-file-management"}
+PEER_OF = {
+    "deepagents": "deepagents-virtual",
+    "langchain": "langchain-file-management",
+    "desktop-commander": "desktop-commander",
+}
 
 
 def _peer(script: Path) -> str:
