@@ -197,8 +197,10 @@ def serve_mutant(tmp_path: Path, name: str) -> str:
 
 
 SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
+# The zoo's served mutant writes a replaced file in place in small pieces, so a kill at any
+# of its writes leaves a torn file (one big write could be killed only before it starts).
 ZOO_SERVE = (
-    f"{sys.executable} {CHECKOUT / 'tests' / 'fault_injection' / 'mutant_serve.py'} "
+    f"{sys.executable} {CHECKOUT / 'tests' / 'mutants' / 'zoo.py'} serve "
     "{mutant} {{root}} --state-dir {{state_dir}}"
 )
 
@@ -318,7 +320,7 @@ def test_a_server_whose_operation_makes_no_such_call_is_inconclusive(tmp_path):
 @pytest.mark.slow
 def test_a_server_that_replaces_in_place_fails_the_write_and_edit_kill_clauses(tmp_path):
     needs_strace()
-    command = ZOO_SERVE.format(mutant="non_atomic_write")
+    command = ZOO_SERVE.format(mutant="in_place_publish")
     records = check(tmp_path, "WRITE-026 or EDIT-050", *mcp(command))
     assert outcomes(records) == {"WRITE-026": "FAIL", "EDIT-050": "FAIL"}
     assert all("torn" in record["message"] for record in records.values())
