@@ -35,6 +35,8 @@ _KEYS = frozenset(
         "expectations",
         "crash",
         "notes",
+        "install_as",
+        "install_env",
     }
 )
 
@@ -60,6 +62,8 @@ class Peer:
     expectations: str | None = None
     crash: bool = False
     notes: str = ""
+    install_as: str | None = None  # share the install of another entry (same package)
+    install_env: Mapping[str, str] = attrs.field(factory=dict)  # for the installer only
 
     @property
     def map_path(self) -> Path | None:
@@ -70,8 +74,8 @@ class Peer:
         return _SPEC_DIR / "expectations" / self.expectations if self.expectations else None
 
     def prefix(self, cache: Path) -> Path:
-        """Where this peer installs inside the cache."""
-        return cache / f"{self.name}"
+        """Where this peer installs inside the cache (``install_as``: another entry's)."""
+        return cache / (self.install_as or self.name)
 
     def installed(self, cache: Path) -> bool:
         if self.registry == "npm":
@@ -98,7 +102,8 @@ class Peer:
         else:
             return
         log(f"installing {self.name}: {' '.join(command)}")
-        done = subprocess.run(command, capture_output=True, text=True)
+        env = {**os.environ, **self.install_env}
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise CatalogError(
                 f"{self.name}: install failed (exit {done.returncode}): "
@@ -172,6 +177,11 @@ def _peer(name: str, table: Any, source: Path) -> Peer:
         raise CatalogError(f"{where}: an mcp peer needs a command and a map")
     if table["kind"] == "driver" and not table.get("driver"):
         raise CatalogError(f"{where}: a driver peer needs driver = MODULE:FACTORY")
+    install_env = table.get("install_env", {})
+    if not isinstance(install_env, Mapping) or not all(
+        isinstance(v, str) for v in install_env.values()
+    ):
+        raise CatalogError(f"{where}: install_env must be a table of strings")
     peer = Peer(name=name, **{key: value for key, value in table.items()})
     for path in (peer.map_path, peer.expectations_path):
         if path is not None and not path.is_file():
