@@ -7,7 +7,15 @@ import os
 
 import pytest
 
-from editspec.spec import MUST, SHOULD, assert_fields, clause, raises_code, within
+from editspec.spec import (
+    MUST,
+    SHOULD,
+    WrongBehaviour,
+    assert_fields,
+    clause,
+    raises_code,
+    within,
+)
 from editspec.spec._search_kit import (
     escaping_paths,
     plant_symlink_loops,
@@ -15,8 +23,16 @@ from editspec.spec._search_kit import (
 )
 
 
+class _Entries(dict):
+    """Entries by name; one the listing left out fails the clause, naming it (not a KeyError
+    of the suite)."""
+
+    def __missing__(self, name):
+        raise WrongBehaviour(f"the listing has no entry {name!r} (it lists {sorted(self)})")
+
+
 def _by_name(result):
-    return {entry.name: entry for entry in result.entries}
+    return _Entries((entry.name, entry) for entry in result.entries)
 
 
 def _names(result):
