@@ -731,6 +731,7 @@ surrogate_path_replaced = _register(
         "write lands on another file.",
         areas=("PATH",),
         install=_surrogates_replaced,
+        clauses=("PATH-060",),
     )
 )
 
@@ -748,6 +749,7 @@ unbounded_paths = _register(
         "failed create leaves the parent directories it made.",
         areas=("PATH",),
         install=_unbounded_paths,
+        clauses=("PATH-061", "PATH-062"),
     )
 )
 
@@ -780,6 +782,7 @@ grep_pattern_echoed = _register(
         defect="Grep takes a pattern of any length and its error quotes the whole pattern back.",
         areas=("LIMIT",),
         install=_grep_pattern_echoed,
+        clauses=("LIMIT-030",),
     )
 )
 
@@ -793,6 +796,7 @@ backtracking_allowed = _register(
         install=lambda: _replace(
             _hostile_grep_query, "_backtracking_repeat", lambda items, inside_repeat=False: False
         ),
+        clauses=("LIMIT-031",),
     )
 )
 
@@ -840,6 +844,7 @@ unified_strips_cr = _register(
         "format: an added CRLF file is written with LF and an end-of-line change is lost.",
         areas=("PATCH",),
         install=_strip_every_cr,
+        clauses=("PATCH-060", "PATCH-061", "PATCH-062", "PATCH-063"),
     )
 )
 
@@ -854,6 +859,7 @@ unified_ignores_no_newline_marker = _register(
                 hunk, old_missing_newline=False, new_missing_newline=False, end_of_file=False
             )
         ),
+        clauses=("PATCH-062",),
     )
 )
 
@@ -865,6 +871,7 @@ unified_adds_in_file_newline = _register(
         "newline style instead of the line ends the diff gives them.",
         areas=("PATCH",),
         install=lambda: _unified_hunks(lambda hunk: attrs.evolve(hunk, exact_newlines=False)),
+        clauses=("PATCH-061", "PATCH-064", "PATCH-065", "PATCH-069"),
     )
 )
 
@@ -887,6 +894,7 @@ crlf_transport_adds_lf = _register(
         "CRLF file patched through a Windows clipboard gets mixed endings.",
         areas=("PATCH",),
         install=_transport_kept_exact,
+        clauses=("PATCH-069",),
     )
 )
 
@@ -904,6 +912,7 @@ unified_copy_as_rename = _register(
         defect="A git copy is applied as a rename: the source is removed.",
         areas=("PATCH",),
         install=lambda: _unified_git_file(_copy_as_rename),
+        clauses=("PATCH-065",),
     )
 )
 
@@ -927,6 +936,7 @@ unified_skips_binary = _register(
         "patched, and the patch reports success.",
         areas=("PATCH",),
         install=lambda: _unified_git_file(_skip_binary),
+        clauses=("PATCH-066",),
     )
 )
 
@@ -947,5 +957,88 @@ unified_drops_mode_changes = _register(
         "reports success.",
         areas=("PATCH",),
         install=lambda: _unified_git_file(_drop_modes),
+        clauses=("PATCH-067",),
+    )
+)
+
+
+# -- clauses proved by the small broken drivers of tests/spec (PATCH-047, TXN-012, LOCK-009) --
+# Appended block: the flaw of each of those drivers as a defect of the reference engine.
+
+from editspec.reference import _patch_plan as _late_patch_plan  # noqa: E402
+from editspec.reference import _transaction as _late_transaction  # noqa: E402
+
+
+def _context_from_patch() -> None:
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(_late_patch_plan.apply_hunks))
+    kept = "out.append(next(region))  # context keeps the file's own bytes"
+    if kept not in source:
+        raise AttributeError("apply_hunks changed: the mutant context_from_patch is out of date")
+    source = source.replace(kept, "next(region)  # the mutant: the patch's spelling is written")
+    source = source.replace("next(added)\n", "out.append(next(added))\n", 1)
+    scope: dict[str, Any] = {}
+    exec(compile(source, _late_patch_plan.__file__, "exec"), vars(_late_patch_plan), scope)
+    _replace(_late_patch_plan, "apply_hunks", scope["apply_hunks"])
+
+
+context_from_patch = _register(
+    Mutant(
+        name="context_from_patch",
+        defect="A hunk's context lines are written as the patch spells them, not as the file "
+        "has them: a tolerant match rewrites trailing blanks, indentation and quotes.",
+        areas=("PATCH",),
+        install=_context_from_patch,
+        clauses=("PATCH-047",),
+    )
+)
+
+
+backup_bytes_only = _register(
+    Mutant(
+        name="backup_bytes_only",
+        defect="The last check before publishing compares the backup link's bytes only: a save "
+        "by rename (a new inode under the name) is missed and then overwritten.",
+        areas=("TXN",),
+        install=lambda: _replace(
+            _late_transaction,
+            "_as_planned",
+            lambda fs, step: fs.read_bytes(step.backup) == step.old_bytes,
+        ),
+        clauses=("TXN-012",),
+    )
+)
+
+
+_LEAKED_LOCKS: list[Any] = []  # kept referenced: a collected hold() would release its lock
+
+
+def _stale_keeps_lock() -> None:
+    original = _edit.edit
+
+    def edit(session: Any, path: str, *args: Any, **options: Any) -> Any:
+        try:
+            return original(session, path, *args, **options)
+        except ToolError as error:
+            if error.code == "STALE":  # the refusal returns early: its lock is never released
+                key = session.workspace.resolve(path).canonical_key
+                held = session.workspace.locks.hold([key])
+                held.__enter__()
+                _LEAKED_LOCKS.append(held)
+            raise
+
+    _replace(_edit, "edit", edit)
+
+
+stale_keeps_lock = _register(
+    Mutant(
+        name="stale_keeps_lock",
+        defect="An edit refused as STALE returns without releasing the file's lock: every "
+        "later writer of that file blocks.",
+        areas=("LOCK",),
+        install=_stale_keeps_lock,
+        clauses=("LOCK-009",),
     )
 )

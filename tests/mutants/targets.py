@@ -167,7 +167,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "TRACK-020",
     ),
     "no_recovery_on_start": ("RECOV-004",),
-    "non_atomic_write": ("WRITE-021",),
+    "non_atomic_write": (
+        "EDIT-045",
+        "WRITE-021",
+    ),
     "noop_apply_patch": (
         "LOCK-005",
         "PATCH-001",

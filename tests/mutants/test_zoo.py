@@ -7,7 +7,7 @@ broken implementations, each with the MUST clauses it must fail (``Mutant.clause
   exists: a mutant whose target vanished is an error of the zoo, never a catch), names
   only live MUST clauses, and deactivating it puts the reference back exactly.
 * ``test_every_must_clause_has_a_mutant``: every live MUST clause is named by a mutant;
-  the two that need a server process (``zoo.SERVED``) are run over MCP against a served
+  those that need a server process (``zoo.SERVED``) are run over MCP against a served
   mutant (``test_process_clauses_catch_a_served_mutant``).
 * ``test_every_mutant_is_caught``: every (clause, mutant) pair runs, many pairs per
   ``editspec check`` process (``zoo:factory`` is each pair's mutant in turn), and the
@@ -105,7 +105,9 @@ def test_every_must_clause_has_a_mutant() -> None:
         f"in its clauses=...): {missing}"
     )
     assert set(SERVED) <= set(clauses)
-    assert ZOO.MUTANTS[ZOO.SERVED_MUTANT].wrap is None, "a served mutant changes the engine"
+    for cid in SERVED:  # a served mutant changes the engine (``zoo.py serve`` runs it)
+        served = ZOO.MUTANTS[ZOO.served_mutant(cid)]
+        assert served.wrap is None and served.per_workspace is None, served.name
 
 
 def test_only_a_fail_is_a_catch() -> None:

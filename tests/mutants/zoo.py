@@ -65,7 +65,23 @@ SERVED_MUTANT = "in_place_publish"
 SERVED: dict[str, str] = {
     "WRITE-026": "a server killed while it replaces a file",
     "TXN-010": "a server killed while it applies a patch",
+    "EDIT-050": "a server killed while it edits a file",
+    "WRITE-040": "a server killed while it creates a file",
+    "SNAP-040": "a server killed while it rewinds a patch",
+    "RECOV-040": "a server killed mid-patch, then started again",
 }
+# A served clause whose defect ``SERVED_MUTANT`` does not have is served by its own mutant
+# (which names the clause in its ``clauses``; the in-process pairs skip served clauses).
+SERVED_BY: dict[str, str] = {
+    "WRITE-040": "create_in_place",
+    "SNAP-040": "commit_in_place",
+    "RECOV-040": "no_recovery_on_start",
+}
+
+
+def served_mutant(cid: str) -> str:
+    """The mutant ``zoo.py serve`` runs for the served clause ``cid``."""
+    return SERVED_BY.get(cid, SERVED_MUTANT)
 
 
 # -- the driver that is every mutant in turn ---------------------------------------------------
@@ -129,7 +145,8 @@ def declared_pairs(mutants: Iterable[Mutant] | None = None) -> list[tuple[str, s
     pairs = []
     for mutant in mutants if mutants is not None else MUTANTS.values():
         for cid in mutant.clauses or area_clauses(mutant.areas):
-            pairs.append((cid, mutant.name))
+            if cid not in SERVED:  # those run over MCP (``run_served``)
+                pairs.append((cid, mutant.name))
     return pairs
 
 
@@ -249,29 +266,39 @@ def _mcp_check(clauses: Sequence[str], name: str | None, report: Path) -> dict[s
     return {item["id"]: item["outcome"] for item in data["clauses"]}
 
 
-def run_served() -> list[dict[str, Any]]:
-    """The ``SERVED`` clauses over MCP, for the reference's server and the served mutant."""
-    clauses = sorted(SERVED)
+def run_served(clauses: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The ``SERVED`` clauses over MCP, for the reference's server and each served mutant."""
+    clauses = sorted(SERVED if clauses is None else clauses)
+    names = sorted({served_mutant(cid) for cid in clauses})
     with (
         tempfile.TemporaryDirectory(prefix="editspec-zoo-served-") as tmp,
         ThreadPoolExecutor(max_workers=2) as pool,
     ):
-        runs = [
-            pool.submit(_mcp_check, clauses, name, Path(tmp) / f"{name}.json")
-            for name in (None, SERVED_MUTANT)
-        ]
-        reference, mutant = (run.result() for run in runs)
-    return [
-        {
-            "clause": cid,
-            "mutant": SERVED_MUTANT,
-            "outcome": mutant.get(cid, "NOT-RUN"),
-            "reference": reference.get(cid, "NOT-RUN"),
-            "caught": is_catch(mutant.get(cid, "NOT-RUN"), reference.get(cid)),
-            "message": "over MCP (zoo.py serve)",
+        runs = {
+            name: pool.submit(
+                _mcp_check,
+                [cid for cid in clauses if name is None or served_mutant(cid) == name],
+                name,
+                Path(tmp) / f"{name}.json",
+            )
+            for name in (None, *names)
         }
-        for cid in clauses
-    ]
+        outcomes = {name: run.result() for name, run in runs.items()}
+    reference = outcomes[None]
+    rows = []
+    for cid in clauses:
+        outcome = outcomes[served_mutant(cid)].get(cid, "NOT-RUN")
+        rows.append(
+            {
+                "clause": cid,
+                "mutant": served_mutant(cid),
+                "outcome": outcome,
+                "reference": reference.get(cid, "NOT-RUN"),
+                "caught": is_catch(outcome, reference.get(cid)),
+                "message": "over MCP (zoo.py serve)",
+            }
+        )
+    return rows
 
 
 def power_table(record: dict[str, Any]) -> dict[str, list[str]]:
@@ -290,7 +317,7 @@ def write_power(record: dict[str, Any], path: Path) -> None:
         "command": "python tests/mutants/zoo.py power",
         "duration": record["duration"],
         "clauses": power_table(record),
-        "served": {cid: SERVED_MUTANT for cid in SERVED},
+        "served": {cid: served_mutant(cid) for cid in SERVED},
         "mutants": {
             name: {"defect": MUTANTS[name].defect}
             for name in sorted({row["mutant"] for row in record["pairs"]})

@@ -40,8 +40,10 @@ from editspec.reference import (
 )
 
 
-def _engine(name: str, defect: str, areas: tuple[str, ...], install: Any) -> None:
-    register(Mutant(name=name, defect=defect, areas=areas, install=install))
+def _engine(
+    name: str, defect: str, areas: tuple[str, ...], install: Any, clauses: tuple[str, ...] = ()
+) -> None:
+    register(Mutant(name=name, defect=defect, areas=areas, install=install, clauses=clauses))
 
 
 for _mutant in durability.MUTANTS:
@@ -580,4 +582,68 @@ _engine(
     "and a patch commits its files one at a time.",
     ("WRITE", "TXN"),
     _in_place_publish,
+)
+
+
+# -- more servers killed mid-write (WRITE-040, SNAP-040; ``zoo.SERVED_BY``) ------------------
+
+
+def _write_in_pieces(path: str, data: bytes, flags: int) -> None:
+    fd = os.open(path, os.O_WRONLY | flags, 0o644)
+    try:
+        for start in range(0, len(data), 512):  # small writes, as a buffered stream makes
+            os.write(fd, data[start : start + 512])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _create_in_place() -> None:
+    def create(fs: Any, real_path: str, data: bytes, *, mode: int | None = None) -> tuple[str, ...]:
+        _write_in_pieces(real_path, data, os.O_CREAT | os.O_EXCL)
+        return ()
+
+    _replace(_write, "atomic_create", create)
+
+
+_engine(
+    "create_in_place",
+    "A new file is created under its name and written there in pieces: a kill leaves a "
+    "partial file where none was.",
+    ("WRITE",),
+    _create_in_place,
+    ("WRITE-040",),  # served: run over MCP only (zoo.SERVED_BY)
+)
+
+
+def _commit_in_place() -> None:
+    def commit(
+        workspace: Any, changes: Any, *, on_prepared: Any = None, on_committed: Any = None
+    ) -> str:
+        txn_id = _transaction.new_transaction_id()
+        if on_prepared is not None:
+            on_prepared(txn_id)
+        for change in changes:  # no journal, no backup: each file rewritten where it is
+            path = change.target.real
+            if change.op in ("delete", "move"):
+                os.unlink(path)
+            if change.op == "move":
+                path = change.move_to.real
+            if change.op != "delete":
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                _write_in_pieces(path, change.new_bytes, os.O_CREAT | os.O_TRUNC)
+        if on_committed is not None:
+            on_committed(txn_id)
+        return txn_id
+
+    _replace(_transaction, "commit", commit)
+
+
+_engine(
+    "commit_in_place",
+    "A transaction (a patch, a rewind) writes its files one by one in place, with no "
+    "journal: a kill leaves some files old, some new and one torn.",
+    ("TXN", "SNAP"),
+    _commit_in_place,
+    ("SNAP-040",),  # served: run over MCP only (zoo.SERVED_BY)
 )
