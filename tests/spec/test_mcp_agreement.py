@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 import editspec.spec
+from editspec.spec import audit, catalog
 from tests.spec.http_server import start
 
 pytestmark = pytest.mark.slow
@@ -118,7 +119,13 @@ def test_the_http_sample_covers_every_area() -> None:
 
 
 def test_mcp_agrees_with_in_process(tmp_path: Path) -> None:
-    in_process = _check(tmp_path / "in-process.json")
+    logs = tmp_path / "calls"
+    in_process = _check(tmp_path / "in-process.json", "--", "--editspec-call-log", str(logs))
+    # The in-process run's call log also serves the suite's self-check (DESIGN §7): every
+    # clause that passes has its positive controls and requires exactly what it uses.
+    requires = {item.id: item.requires for item in catalog.load()}
+    problems = audit.run(logs, in_process, requires)
+    assert not problems, "editspec audit:\n  " + "\n  ".join(map(str, problems))
     over_mcp = _check(tmp_path / "mcp.json", "--mcp", SERVE, "--mcp-map", str(MAP))
     assert "process" in over_mcp["implementation"]["capabilities"]
     _agree(in_process, over_mcp, "MCP (stdio)")
