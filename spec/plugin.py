@@ -23,6 +23,7 @@ modules only).
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -213,6 +214,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "(added by the editspec plugin; select with -m editspec_clause or -k CLAUSE-ID)",
     )
     global _CALL_LOG_CONFIG
+    # pytest removes old temporary directories with a recursive rmtree; a careless tool
+    # under test can leave a tree there thousands of levels deep (PATH-062 makes one), which
+    # would end every later session in a RecursionError.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
     state = EditspecState(config)
     config.stash[_STATE] = state
     _CALL_LOG_CONFIG = config
