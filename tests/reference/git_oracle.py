@@ -169,10 +169,21 @@ def is_departure(error: ToolError, diff: str) -> bool:
     )
 
 
-def compare(work: Path, parent: Tree, diff: bytes, form: Form, env: dict[str, str]) -> str:
+def compare(
+    work: Path,
+    parent: Tree,
+    diff: bytes,
+    form: Form,
+    env: dict[str, str],
+    child: Tree | None = None,
+) -> str:
     """Apply ``diff`` to ``parent`` both ways; the outcome, or AssertionError on disagreement.
 
-    Outcomes: "applied" (identical trees), "refused" (both refused), "departure".
+    Outcomes: "applied" (identical trees), "refused" (both refused), "departure". ``child``
+    is the tree the diff was made from: where ``git apply --unidiff-zero`` does not give it
+    back (a ``-U0`` hunk that deletes a last line without a newline also takes the newline
+    of the line before: git's manual discourages ``--unidiff-zero`` for such reasons) and
+    editspec does, that is a listed departure, not a disagreement.
     """
     text = diff.decode("utf-8")
     ours, theirs = work / "editspec", work / "git"
@@ -187,6 +198,9 @@ def compare(work: Path, parent: Tree, diff: bytes, form: Form, env: dict[str, st
     got, expected = read_tree(ours), read_tree(theirs)
     where = f"form {form.name!r}, diff:\n{text}"
     if error is None and git_error is None:
+        unidiff_zero = "--unidiff-zero" in form.apply
+        if unidiff_zero and got != expected and got == child and expected != child:
+            return "departure"
         assert got == expected, f"trees differ ({_tree_difference(got, expected)}); {where}"
         return "applied"
     if error is not None:

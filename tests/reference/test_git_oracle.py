@@ -195,7 +195,7 @@ def test_every_diff_of_a_history_applies_as_git_applies_it(
     for k in range(1, len(commits)):
         for form in sorted(forms, key=FORMS.index):
             diff = repo.diff(commits[k - 1], commits[k], form)
-            outcome = compare(base / "work", history[k - 1], diff, form, repo.env)
+            outcome = compare(base / "work", history[k - 1], diff, form, repo.env, child=history[k])
             event(f"{outcome}: {form.name}")
             if outcome == "applied":
                 # git's own result is the child commit's tree
