@@ -356,6 +356,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "EDIT-005",
         "EDIT-026",
         "EDIT-039",
+        "LOCK-008",
         "PATCH-012",
         "PATCH-018",
     ),
@@ -384,7 +385,6 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "PATCH-023",
     ),
     "swap_STALE": (
-        "LOCK-008",
         "NB-008",
         "PATCH-032",
         "PATH-025",
