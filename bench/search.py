@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from editspec.reference import Workspace
-from editspec.reference._grep_rg import find_rg
+from editspec.reference.search._grep_rg import find_rg
 
 TARGETS = {"grep rg / rg": 1.3, "grep python / rg": 5.0, "glob ** / git": 3.0}
 WORDS = [

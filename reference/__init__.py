@@ -6,14 +6,9 @@ stale-read detection, atomic writes, journaled all-or-nothing patches, crash
 recovery and crash-safe rewind.
 """
 
-from editspec.reference._acp import AcpChannel, AcpFileService
 from editspec.reference._errors import ERROR_CODES, ToolError
-from editspec.reference._fileservice import FileService, LocalFileService
 from editspec.reference._fs import FileSystem
-from editspec.reference._journal import seal as seal_journal
 from editspec.reference._limits import Limits
-from editspec.reference._paths import WorkspacePath
-from editspec.reference._remote import RemoteSession, RemoteWorkspace
 from editspec.reference._results import (
     EditResult,
     EditSpec,
@@ -34,6 +29,11 @@ from editspec.reference._results import (
     WriteResult,
 )
 from editspec.reference._workspace import Session, Workspace
+from editspec.reference.paths._paths import WorkspacePath
+from editspec.reference.remote._acp import AcpChannel, AcpFileService
+from editspec.reference.remote._fileservice import FileService, LocalFileService
+from editspec.reference.remote._remote import RemoteSession, RemoteWorkspace
+from editspec.reference.transactions._journal import seal as seal_journal
 
 __all__ = [
     "ERROR_CODES",

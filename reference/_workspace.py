@@ -15,14 +15,10 @@ import threading
 from collections.abc import Sequence
 
 from editspec.reference import _errors
-from editspec.reference._access import AccessTracker
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
 from editspec.reference._limits import Limits
-from editspec.reference._locks import LockTable
-from editspec.reference._memo import ContentMemo
-from editspec.reference._paths import WorkspacePath, resolve
 from editspec.reference._results import (
     EditResult,
     EditSpec,
@@ -37,7 +33,11 @@ from editspec.reference._results import (
     RewindResult,
     WriteResult,
 )
-from editspec.reference._snapshots import SnapshotStore
+from editspec.reference.guards._access import AccessTracker
+from editspec.reference.guards._locks import LockTable
+from editspec.reference.paths._paths import WorkspacePath, resolve
+from editspec.reference.snapshots._snapshots import SnapshotStore
+from editspec.reference.text._memo import ContentMemo
 
 
 class Workspace:
@@ -132,7 +132,7 @@ class Workspace:
 
     def recover(self) -> RecoveryReport:
         """Finish or roll back every interrupted transaction. Spec: RECOV-*."""
-        from editspec.reference._recovery import recover
+        from editspec.reference.transactions._recovery import recover
 
         report = recover(self)
         self._needs_recovery = None
@@ -160,7 +160,7 @@ class Session:
         encoding: str = "auto",
     ) -> ReadResult:
         """Read a file or a range of it. Spec: READ-*."""
-        from editspec.reference._read import read
+        from editspec.reference.tools._read import read
 
         return read(
             self,
@@ -181,7 +181,7 @@ class Session:
         message_id: str | None = None,
     ) -> WriteResult:
         """Create or replace a whole file atomically. Spec: WRITE-*."""
-        from editspec.reference._write import write
+        from editspec.reference.tools._write import write
 
         self.workspace.before_change()
         return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
@@ -195,7 +195,7 @@ class Session:
         message_id: str | None = None,
     ) -> EditResult:
         """Apply string replacements, all or nothing. Spec: EDIT-*."""
-        from editspec.reference._edit import edit
+        from editspec.reference.tools._edit import edit
 
         self.workspace.before_change()
         return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
@@ -213,7 +213,7 @@ class Session:
         message_id: str | None = None,
     ) -> NotebookResult:
         """Replace, insert or delete one cell of a .ipynb notebook. Spec: NB-*."""
-        from editspec.reference._notebook import edit_notebook
+        from editspec.reference.tools._notebook import edit_notebook
 
         self.workspace.before_change()
         return edit_notebook(
@@ -230,7 +230,7 @@ class Session:
 
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
-        from editspec.reference._patch import apply_patch
+        from editspec.reference.patch._patch import apply_patch
 
         self.workspace.before_change()
         return apply_patch(self, patch, message_id=message_id)
@@ -239,7 +239,7 @@ class Session:
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
         """Find files by glob pattern under gitignore rules. Spec: GLOB-*."""
-        from editspec.reference._search import glob
+        from editspec.reference.search._search import glob
 
         return glob(self, pattern, path=path, max_results=max_results)
 
@@ -255,7 +255,7 @@ class Session:
         cancel: threading.Event | None = None,
     ) -> GrepResult:
         """Search file contents with a Python regular expression. Spec: GREP-*."""
-        from editspec.reference._search import grep
+        from editspec.reference.search._search import grep
 
         return grep(
             self,
@@ -278,7 +278,7 @@ class Session:
         max_entries: int | None = None,
     ) -> ListResult:
         """List a directory with typed entries and cursor paging. Spec: LIST-*."""
-        from editspec.reference._listing import list_directory
+        from editspec.reference.search._listing import list_directory
 
         return list_directory(
             self,
@@ -291,13 +291,13 @@ class Session:
 
     def why_ignored(self, path: str) -> IgnoreExplanation:
         """Explain which ignore rule, if any, excludes ``path`` from search. Spec: GLOB-*."""
-        from editspec.reference._search import why_ignored
+        from editspec.reference.search._search import why_ignored
 
         return why_ignored(self, path)
 
     def rewind(self, message_id: str) -> RewindResult:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
-        from editspec.reference._rewind import rewind
+        from editspec.reference.snapshots._rewind import rewind
 
         self.workspace.before_change()
         return rewind(self, message_id)

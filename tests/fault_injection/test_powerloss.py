@@ -306,7 +306,7 @@ def test_a_state_can_be_rebuilt_from_its_description(base: Path) -> None:
 
 
 def _stray_temp(relative: str) -> bool:
-    from editspec.reference._atomic import is_temp_name
+    from editspec.reference.tools._atomic import is_temp_name
 
     return is_temp_name(relative.rsplit("/", 1)[-1])
 

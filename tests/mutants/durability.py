@@ -46,7 +46,8 @@ from editspec.fault_injection import harness, trees
 from editspec.fault_injection.explore import DEFAULT_LIMITS
 from editspec.fault_injection.faultfs import OpEvent, OpRecord
 from editspec.fault_injection.scenario import SESSION, Phase, Scenario
-from editspec.reference import Workspace, _journal, _recovery, _rollback, _transaction
+from editspec.reference import Workspace
+from editspec.reference.transactions import _journal, _recovery, _rollback, _transaction
 
 # -- small tools to build variants ------------------------------------------------------------
 

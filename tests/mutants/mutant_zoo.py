@@ -31,21 +31,15 @@ from typing import Any
 
 import attrs
 
-from editspec.reference import (
-    EditSpec,
-    ToolError,
-    Workspace,
-    _access,
-    _atomic,
-    _edit,
-    _matching,
-    _patch,
-    _paths,
-    _rewind,
-    _text,
-    _write,
-)
+from editspec.reference import EditSpec, ToolError, Workspace
 from editspec.reference._fs import FileSystem
+from editspec.reference.guards import _access
+from editspec.reference.matching import _matching
+from editspec.reference.patch import _patch
+from editspec.reference.paths import _paths
+from editspec.reference.snapshots import _rewind
+from editspec.reference.text import _text
+from editspec.reference.tools import _atomic, _edit, _write
 from editspec.spec.drivers.reference import ReferenceDriver
 
 
@@ -545,9 +539,9 @@ temp_file_left_behind = _register(
 
 
 def _file_by_file() -> None:
-    from editspec.reference._patch_parse import parse_patch
     from editspec.reference._results import FileChange, PatchResult
-    from editspec.reference._transaction import commit
+    from editspec.reference.patch._patch_parse import parse_patch
+    from editspec.reference.transactions._transaction import commit
 
     def apply_patch(session: Any, patch: str, *, message_id: str | None = None) -> Any:
         workspace = session.workspace
@@ -709,8 +703,8 @@ glob_follows_symlinks = _register(
 # Appended block: one careless argument check each.
 
 from editspec.reference import _errors as _hostile_errors  # noqa: E402
-from editspec.reference import _grep_query as _hostile_grep_query  # noqa: E402
-from editspec.reference import _search as _hostile_search  # noqa: E402
+from editspec.reference.search import _grep_query as _hostile_grep_query  # noqa: E402
+from editspec.reference.search import _search as _hostile_search  # noqa: E402
 
 
 def _surrogates_replaced() -> None:
@@ -808,7 +802,7 @@ backtracking_allowed = _register(
 
 def _unified_git_file(change: Callable[[Any, int, Any], Any]) -> None:
     """Replace the parser of one ``diff --git`` section with ``change(parser, i, original)``."""
-    from editspec.reference import _patch_unified
+    from editspec.reference.patch import _patch_unified
 
     original = _patch_unified._UnifiedParser._git_file
 
@@ -820,7 +814,7 @@ def _unified_git_file(change: Callable[[Any, int, Any], Any]) -> None:
 
 def _unified_hunks(change: Callable[[Any], Any]) -> None:
     """Every parsed unified hunk passes through ``change``."""
-    from editspec.reference import _patch_unified
+    from editspec.reference.patch import _patch_unified
 
     original = _patch_unified._UnifiedParser._hunk
 
@@ -832,7 +826,7 @@ def _unified_hunks(change: Callable[[Any], Any]) -> None:
 
 
 def _strip_every_cr() -> None:
-    from editspec.reference import _patch_parse
+    from editspec.reference.patch import _patch_parse
 
     _replace(_patch_parse, "crlf_transport", lambda text: True)
 
@@ -877,7 +871,7 @@ unified_adds_in_file_newline = _register(
 
 
 def _transport_kept_exact() -> None:
-    from editspec.reference import _patch_unified
+    from editspec.reference.patch import _patch_unified
 
     original = _patch_unified.parse_unified
 
@@ -965,8 +959,8 @@ unified_drops_mode_changes = _register(
 # -- clauses proved by the small broken drivers of tests/spec (PATCH-047, TXN-012, LOCK-009) --
 # Appended block: the flaw of each of those drivers as a defect of the reference engine.
 
-from editspec.reference import _patch_plan as _late_patch_plan  # noqa: E402
-from editspec.reference import _transaction as _late_transaction  # noqa: E402
+from editspec.reference.patch import _patch_plan as _late_patch_plan  # noqa: E402
+from editspec.reference.transactions import _transaction as _late_transaction  # noqa: E402
 
 
 def _context_from_patch() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from editspec.reference import _patch_parse
+from editspec.reference.patch import _patch_parse
 from editspec.spec.drivers.reference import ReferenceDriver
 
 

@@ -18,26 +18,14 @@ import durability
 from mutant_zoo import MUTANTS, Mutant, _replace, register
 from targets import TARGETS
 
-from editspec.reference import (
-    RecoveryReport,
-    ToolError,
-    _access,
-    _ignore,
-    _journal,
-    _locks,
-    _notebook,
-    _paths,
-    _recovery,
-    _remote,
-    _remote_commit,
-    _rollback,
-    _search,
-    _snapshots,
-    _transaction,
-    _walk,
-    _workspace,
-    _write,
-)
+from editspec.reference import RecoveryReport, ToolError, _workspace
+from editspec.reference.guards import _access, _locks
+from editspec.reference.paths import _paths
+from editspec.reference.remote import _remote, _remote_commit
+from editspec.reference.search import _ignore, _search, _walk
+from editspec.reference.snapshots import _snapshots
+from editspec.reference.tools import _notebook, _write
+from editspec.reference.transactions import _journal, _recovery, _rollback, _transaction
 
 
 def _engine(

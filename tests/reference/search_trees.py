@@ -64,7 +64,7 @@ GIT = shutil.which("git")
 def tree_modes() -> Iterator[list[bool]]:
     """For each Grep that started ripgrep walking the tree itself, whether ripgrep's walk
     was found to keep the engine's files (True) or the search fell back (False)."""
-    from editspec.reference import _grep_rg
+    from editspec.reference.search import _grep_rg
 
     found: list[bool] = []
     original = _grep_rg.search_tree

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from editspec.reference import Session, ToolError, Workspace
-from editspec.reference._access import AccessTracker
+from editspec.reference.guards._access import AccessTracker
 
 
 def _sha(data: bytes) -> str:

@@ -11,7 +11,12 @@ import pytest
 
 from editspec.fault_injection.faultfs import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
 from editspec.reference import FileSystem, ToolError
-from editspec.reference._atomic import atomic_create, atomic_replace, is_temp_name, temp_path_for
+from editspec.reference.tools._atomic import (
+    atomic_create,
+    atomic_replace,
+    is_temp_name,
+    temp_path_for,
+)
 
 
 def _names(directory: Path) -> list[str]:
@@ -219,7 +224,7 @@ def test_temp_names_are_fresh() -> None:
 
 
 def test_a_colliding_temp_name_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import editspec.reference._atomic as atomic
+    import editspec.reference.tools._atomic as atomic
 
     names = iter(["0" * 16, "0" * 16, "1" * 16])
     monkeypatch.setattr(atomic.secrets, "token_hex", lambda _size: next(names))

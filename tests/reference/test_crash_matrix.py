@@ -35,8 +35,8 @@ import pytest
 
 from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, OpEvent, SimulatedCrash
 from editspec.reference import FileSystem, ToolError, Workspace
-from editspec.reference._snapshots import _TEMP_PREFIX as SNAPSHOT_TEMP_PREFIX
-from editspec.reference._transaction import PlannedChange, commit
+from editspec.reference.snapshots._snapshots import _TEMP_PREFIX as SNAPSHOT_TEMP_PREFIX
+from editspec.reference.transactions._transaction import PlannedChange, commit
 from tests.reference.txn_helpers import SIDE_FILE, wpath
 
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EXDEV, errno.EROFS)

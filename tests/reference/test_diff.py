@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from editspec.reference._diff import split_lines, unified_diff
+from editspec.reference.text._diff import split_lines, unified_diff
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$")
 _NO_NEWLINE = "\\ No newline at end of file"

@@ -23,7 +23,7 @@ from editspec.reference import (
     ToolError,
     Workspace,
 )
-from editspec.reference._diff import unified_diff
+from editspec.reference.text._diff import unified_diff
 
 
 def sha(data: bytes) -> str:

@@ -13,8 +13,14 @@ from typing import Any
 
 import pytest
 
-from editspec.reference import FileSystem, Limits, ToolError, Workspace, _grep_rg
-from editspec.reference._grep_query import compile_query, python_safe, required_literals, rg_safe
+from editspec.reference import FileSystem, Limits, ToolError, Workspace
+from editspec.reference.search import _grep_rg
+from editspec.reference.search._grep_query import (
+    compile_query,
+    python_safe,
+    required_literals,
+    rg_safe,
+)
 from tests.reference import search_trees
 from tests.reference.search_trees import Link, make_tree
 
@@ -894,7 +900,7 @@ def test_a_late_nul_file_is_searched_again_and_may_be_gone_meanwhile(
 def test_a_failing_walk_stops_ripgrep(
     root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from editspec.reference import _search
+    from editspec.reference.search import _search
 
     def cancelled(self: Any) -> int:
         raise ToolError("CANCELLED", "search cancelled")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from editspec.reference import Workspace
-from editspec.reference._ignore import BUILTIN, ignore_file, parse_rules, portable_syntax
+from editspec.reference.search._ignore import BUILTIN, ignore_file, parse_rules, portable_syntax
 from tests.reference.search_trees import Link, make_tree
 
 
@@ -260,7 +260,7 @@ def test_why_ignored_of_a_missing_directory_path_uses_the_trailing_slash(
 
 
 def test_ignore_files_are_cached_by_content(root: Path) -> None:
-    from editspec.reference import _ignore
+    from editspec.reference.search import _ignore
 
     first = _ignore.ignore_file(b"*.a\n", ".gitignore", "")
     assert _ignore.ignore_file(b"*.a\n", ".gitignore", "") is first
@@ -292,7 +292,7 @@ def test_a_re_including_path_rule_after_an_excluding_name_rule(root: Path, sessi
 
 
 def test_caches_stay_bounded(monkeypatch: pytest.MonkeyPatch, root: Path, session: Any) -> None:
-    from editspec.reference import _ignore
+    from editspec.reference.search import _ignore
 
     monkeypatch.setattr(_ignore, "_CACHE_LIMIT", 2)
     make_tree(root, {".gitignore": "x\n", "a": {".gitignore": "y\n"}, "b": {".gitignore": "z\n"}})

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from editspec.fault_injection import FailAt, FaultyFileSystem
-from editspec.reference import FileSystem, ToolError, _journal
-from editspec.reference._journal import JournalEntry, JournalRecord
+from editspec.reference import FileSystem, ToolError
+from editspec.reference.transactions import _journal
+from editspec.reference.transactions._journal import JournalEntry, JournalRecord
 
 TXN = "0123456789abcdef0123456789abcdef"
 ROOT = os.path.join(os.sep, "ws")

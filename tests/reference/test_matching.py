@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from editspec.reference._errors import ToolError
-from editspec.reference._matching import STRATEGIES, apply_edits, locate
 from editspec.reference._results import EditSpec, Replacement
+from editspec.reference.matching._matching import STRATEGIES, apply_edits, locate
 
 
 def edit(text: str, *specs: EditSpec) -> tuple[str, tuple[Replacement, ...]]:

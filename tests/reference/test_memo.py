@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from editspec.reference import EditSpec, ToolError, Workspace
 from editspec.reference._fs import FileSystem
-from editspec.reference._memo import ContentMemo
-from editspec.reference._text import DecodedText, decode
+from editspec.reference.text._memo import ContentMemo
+from editspec.reference.text._text import DecodedText, decode
 
 KEY = "/ws/file.txt"
 
@@ -161,7 +161,7 @@ _chars = st.sampled_from(["a", "b", "\n", "\r\n", " ", "\u00e9"])
     offsets=st.lists(st.integers(0, 400), max_size=10),
 )
 def test_line_index_counts_like_str_count(text: str, offsets: list[int]) -> None:
-    import editspec.reference._memo as memo_module
+    import editspec.reference.text._memo as memo_module
 
     step = memo_module.LINE_INDEX_STEP
     memo_module.LINE_INDEX_STEP = 7  # many checkpoints in a small text
@@ -183,7 +183,7 @@ def test_line_index_counts_like_str_count(text: str, offsets: list[int]) -> None
 def test_line_index_after_an_edit_counts_like_the_new_text(
     text: str, data: st.DataObject, inserted: str
 ) -> None:
-    import editspec.reference._memo as memo_module
+    import editspec.reference.text._memo as memo_module
 
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
@@ -223,7 +223,7 @@ def test_an_edit_uses_and_moves_the_line_index(tmp_path: Path) -> None:
 
 
 def test_line_index_drops_checkpoints_inside_the_changed_region() -> None:
-    import editspec.reference._memo as memo_module
+    import editspec.reference.text._memo as memo_module
 
     text = "a\nb\nc\nd\ne\nf\n"
     index = memo_module.LineIndex(offsets=(0, 4, 8, 12), newlines=(0, 2, 4, 6))

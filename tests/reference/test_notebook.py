@@ -10,7 +10,7 @@ import pytest
 from nbformat import v4
 
 from editspec.reference import EditSpec, NotebookResult, ToolError
-from editspec.reference._notebook import detect_style
+from editspec.reference.tools._notebook import detect_style
 
 
 def _notebook(minor: int = 5) -> nbformat.NotebookNode:

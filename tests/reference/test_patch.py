@@ -419,7 +419,7 @@ def test_context_that_does_not_match(root: Path, ws: Workspace, s1: Session) -> 
 
 def test_a_file_changed_during_the_plan_is_stale(root: Path, ws: Workspace, s1: Session) -> None:
     """The re-verification under the locks catches a change after the plan was made."""
-    from editspec.reference import _patch
+    from editspec.reference.patch import _patch
 
     write(root, "a.txt", b"a\n")
     s1.read("a.txt")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from editspec.reference._errors import INVALID_ARGUMENT, PATCH_SYNTAX, TOO_LARGE, ToolError
 from editspec.reference._limits import Limits
-from editspec.reference._patch_parse import FileOp, Hunk, ParsedPatch, parse_patch
+from editspec.reference.patch._patch_parse import FileOp, Hunk, ParsedPatch, parse_patch
 from tests.reference import patch_render
 
 ALLOWED = {PATCH_SYNTAX, TOO_LARGE, INVALID_ARGUMENT}

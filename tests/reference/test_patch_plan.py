@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from editspec.reference._errors import AMBIGUOUS, NO_MATCH, ToolError
 from editspec.reference._limits import Limits
-from editspec.reference._patch_parse import FileOp, Hunk, parse_patch
-from editspec.reference._patch_plan import apply_hunks, split_lines
+from editspec.reference.patch._patch_parse import FileOp, Hunk, parse_patch
+from editspec.reference.patch._patch_plan import apply_hunks, split_lines
 from tests.reference import patch_render
 
 

@@ -17,8 +17,8 @@ from editspec.reference._errors import (
     ToolError,
 )
 from editspec.reference._limits import Limits
-from editspec.reference._patch_parse import crlf_transport, parse_patch
-from editspec.reference._patch_plan import apply_hunks
+from editspec.reference.patch._patch_parse import crlf_transport, parse_patch
+from editspec.reference.patch._patch_plan import apply_hunks
 
 
 def parse(text: str):
@@ -327,8 +327,8 @@ def test_a_bom_the_diff_names_is_the_first_lines(root: Path, session) -> None:
 
 
 def test_an_update_without_hunks_or_mode_is_a_syntax_error(root: Path, session) -> None:
-    from editspec.reference._patch import _plan_one
-    from editspec.reference._patch_parse import FileOp
+    from editspec.reference.patch._patch import _plan_one
+    from editspec.reference.patch._patch_parse import FileOp
 
     _write(root, "f", b"a\n")
     session.read("f")

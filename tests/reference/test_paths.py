@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from editspec.reference import FileSystem, ToolError, Workspace
-from editspec.reference._paths import MAX_LINK_HOPS, WorkspacePath, is_within, resolve
+from editspec.reference.paths._paths import MAX_LINK_HOPS, WorkspacePath, is_within, resolve
 
 
 @pytest.fixture

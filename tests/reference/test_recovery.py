@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from editspec.fault_injection import CrashAt, FaultyFileSystem, OpEvent, OpRecord, SimulatedCrash
-from editspec.reference import FileSystem, ToolError, Workspace, _journal
-from editspec.reference._transaction import PlannedChange, commit
+from editspec.reference import FileSystem, ToolError, Workspace
+from editspec.reference.transactions import _journal
+from editspec.reference.transactions._transaction import PlannedChange, commit
 from tests.reference.txn_helpers import (
     SIDE_FILE,
     RecordingSnapshots,

@@ -17,8 +17,8 @@ from editspec.reference import (
     ToolError,
     Workspace,
 )
-from editspec.reference._remote import text_sha256
-from editspec.reference._remote_commit import (
+from editspec.reference.remote._remote import text_sha256
+from editspec.reference.remote._remote_commit import (
     NOT_RESTORED,
     RESTORED,
     UNKNOWN,

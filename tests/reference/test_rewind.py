@@ -305,7 +305,7 @@ def test_a_change_between_check_and_commit_is_a_conflict(
     root: Path, ws: Workspace, s1: Session, monkeypatch: pytest.MonkeyPatch, interference: str
 ) -> None:
     """The locked re-verification inside the transaction catches what the check missed."""
-    from editspec.reference import _rewind
+    from editspec.reference.snapshots import _rewind
 
     five_messages(root, s1)
     real_check = _rewind._check_file

@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from editspec.reference import Workspace
-from editspec.reference._grep_rg import find_rg
+from editspec.reference.search._grep_rg import find_rg
 from tests.reference.search_trees import (
     GIT,
     Link,
@@ -431,7 +431,7 @@ def test_ripgrep_walking_the_tree_itself_equals_the_python_backend(
     where: int,
 ) -> None:
     from editspec.reference import Limits
-    from editspec.reference._ignore import parse_rules, portable_syntax
+    from editspec.reference.search._ignore import parse_rules, portable_syntax
 
     choices = [None, *_directories(spec)]
     path = choices[where % len(choices)]

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from editspec.reference._errors import ToolError
-from editspec.reference._text import (
+from editspec.reference.text._text import (
     DecodedText,
     decode,
     decode_as,
@@ -210,14 +210,14 @@ def test_sniff_mime_from_magic_bytes(data: bytes, mime: str) -> None:
 
 @pytest.mark.parametrize("size", [0, 10, 4 << 20])
 def test_sha256_later_gives_the_same_digest(size: int) -> None:
-    from editspec.reference._text import sha256_later
+    from editspec.reference.text._text import sha256_later
 
     data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
     assert sha256_later(data)() == sha256_hex(data)
 
 
 def test_sha256_later_hands_a_failure_to_the_caller() -> None:
-    from editspec.reference._text import sha256_later
+    from editspec.reference.text._text import sha256_later
 
     pending = sha256_later("text is not bytes" * (1 << 17))  # type: ignore[arg-type]
     with pytest.raises(TypeError):

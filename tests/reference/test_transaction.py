@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
-from editspec.reference import FileSystem, Limits, ToolError, Workspace, WorkspacePath, _journal
-from editspec.reference._transaction import PlannedChange, commit
+from editspec.reference import FileSystem, Limits, ToolError, Workspace, WorkspacePath
+from editspec.reference.transactions import _journal
+from editspec.reference.transactions._transaction import PlannedChange, commit
 from tests.reference.txn_helpers import (
     SIDE_FILE,
     RecordingSnapshots,

@@ -14,7 +14,7 @@ import pytest
 
 from editspec.reference import ToolError, Workspace
 from editspec.reference._fs import FileSystem
-from editspec.reference._walk import SearchTree
+from editspec.reference.search._walk import SearchTree
 from tests.reference.search_trees import Link, make_tree
 
 needs_fd_listing = pytest.mark.skipif(

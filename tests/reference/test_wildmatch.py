@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from editspec.reference import _wildmatch
+from editspec.reference.search import _wildmatch
 
 
 def wildmatch(pattern: str, text: str, *, pathname: bool = True) -> bool:

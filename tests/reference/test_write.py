@@ -13,7 +13,7 @@ import pytest
 
 from editspec.fault_injection.faultfs import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
 from editspec.reference import FileSystem, Session, ToolError, Workspace
-from editspec.reference._write import replace_locked
+from editspec.reference.tools._write import replace_locked
 
 
 def _sha(data: bytes) -> str:

@@ -430,14 +430,14 @@ class WrongRoot(ReferenceDriver):
 
 def _backup_bytes_only() -> None:
     """The last check before publishing reads the backup's bytes only (as before TXN-012)."""
-    from editspec.reference import _transaction
+    from editspec.reference.transactions import _transaction
 
     _transaction._as_planned = lambda fs, step: fs.read_bytes(step.backup) == step.old_bytes
 
 
 def _ignore_version() -> None:
     """Recovery takes a journal of any version (its checksum still checked)."""
-    from editspec.reference import _journal
+    from editspec.reference.transactions import _journal
 
     original = _journal._decode
     if getattr(original, "mutant", False):
@@ -461,7 +461,7 @@ def _ignore_version() -> None:
 
 def _follow_outside() -> None:
     """Recovery takes any non-empty journal path, '..' and absolute ones included."""
-    from editspec.reference import _journal
+    from editspec.reference.transactions import _journal
 
     original = _journal.check_relative
     _journal.check_relative = lambda path: (

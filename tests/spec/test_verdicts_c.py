@@ -114,7 +114,7 @@ def _write_in_chunks(path: str, data: bytes, flags: int) -> None:
 
 
 def _create_in_place() -> None:
-    from editspec.reference import _write
+    from editspec.reference.tools import _write
 
     def create(fs: Any, real_path: str, data: bytes, *, mode: int | None = None) -> tuple[str, ...]:
         _write_in_chunks(real_path, data, os.O_CREAT | os.O_EXCL)
@@ -124,7 +124,7 @@ def _create_in_place() -> None:
 
 
 def _publish_nothing() -> None:
-    from editspec.reference import _write
+    from editspec.reference.tools import _write
 
     def nothing(fs: Any, real_path: str, data: bytes, **options: Any) -> tuple[str, ...]:
         return ()
@@ -134,7 +134,7 @@ def _publish_nothing() -> None:
 
 
 def _commit_in_place() -> None:
-    from editspec.reference import _transaction
+    from editspec.reference.transactions import _transaction
 
     def commit(
         workspace: Any, changes: Any, *, on_prepared: Any = None, on_committed: Any = None

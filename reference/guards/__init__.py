@@ -1,0 +1,1 @@
+"""Guards of every change: per-session access records (TRACK) and per-key locks (LOCK)."""

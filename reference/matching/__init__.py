@@ -1,0 +1,1 @@
+"""The Edit matching cascade (EDIT): exact, then the fallbacks, over prepared haystacks."""

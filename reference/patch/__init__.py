@@ -1,0 +1,1 @@
+"""ApplyPatch (PATCH): parsing Codex patches and unified diffs, planning hunks, applying."""

@@ -1,0 +1,1 @@
+"""Path resolution and confinement (PATH): the request, the root, links and aliases."""

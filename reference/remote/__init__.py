@@ -1,0 +1,1 @@
+"""Remote workspaces (REMOTE): files reached only through a file service such as ACP's."""

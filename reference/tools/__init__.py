@@ -1,0 +1,1 @@
+"""The single-file tools: Read, Write (atomic publish), Edit and notebook edits."""

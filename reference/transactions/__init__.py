@@ -1,0 +1,1 @@
+"""Multi-file transactions (TXN, RECOV): the journal, the publish, rollback and recovery."""

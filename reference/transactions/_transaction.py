@@ -1,0 +1,686 @@
+"""Journaled multi-file transactions (DESIGN §4 "Transaction protocol (TXN/RECOV)").
+
+Rules
+-----
+* Every state change of a transaction happens in this file: its journal is written,
+  files are staged, backed up, published and committed here, and here it is decided
+  when a transaction is rolled back or finished (the file effects of undoing and
+  finishing are ``_rollback``'s). ``_recovery`` only finds journals and calls
+  ``settle``.
+* Before the commit point a failure is undone in-process and the original error is
+  raised; from the commit point on the change stands and nothing is undone.
+* A ``BaseException`` that is not an ``Exception`` (a crash, an interrupt) runs no
+  cleanup: a killed process runs none. The workspace is only marked as needing
+  recovery (memory, not disk), so this process refuses further changes.
+
+Theory of operation
+-------------------
+``commit`` takes the workspace guard shared and every target's key lock (sorted),
+re-verifies the planned old bytes byte-for-byte, lets the caller create snapshots
+(``on_prepared``), then publishes in this order, each step durable before the next:
+
+1. journal ``preparing`` (temp, fsync, rename, fsync its directory), listing every
+   path, its stage and backup names, the hashes before and after, and the
+   directories it will create -- before any of them exists;
+2. missing parent directories created (their parents fsynced); each new content
+   written to an exclusive stage file beside its target, fsynced;
+3. each existing target hard-linked to an exclusive backup beside it; directories
+   fsynced; then every backup is re-verified against the planned old bytes;
+4. publish -- update: rename the stage over the target; add: link the stage into place
+   (no clobber), unlink the stage; delete: unlink the target; move: link the stage at
+   the new path (no clobber), unlink the source, unlink the stage; directories fsynced;
+5. journal rewritten as ``committed``: its rename is the commit point;
+6. backups removed, then the journal.
+
+Recovery finds a journal in one of two states. ``preparing``: roll back -- restore
+each backup (never by renaming a file onto a link of itself: POSIX makes that a
+silent no-op; the backup name must be gone afterwards), remove each added file whose
+hash is the planned new hash, remove stage files and created directories.
+``committed``: finish -- remove leftover backups and stage files. Both are idempotent,
+so a crash during recovery is repaired by the next recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from editspec.reference import _errors
+from editspec.reference._errors import ToolError
+from editspec.reference._fs import FileSystem
+from editspec.reference.paths._paths import WorkspacePath
+from editspec.reference.transactions import _journal
+from editspec.reference.transactions._journal import (
+    COMMITTED,
+    PREPARING,
+    JournalEntry,
+    JournalRecord,
+)
+from editspec.reference.transactions._rollback import (
+    Owned,
+    RollbackIncomplete,
+    finish,
+    relative_to,
+    roll_back,
+    sha256_hex,
+)
+
+if TYPE_CHECKING:
+    from editspec.reference._workspace import Workspace
+
+# -- the state machine, as data ------------------------------------------------------
+
+PREPARE = "prepare"  # step 1: the journal appears as ``preparing``
+COMMIT = "commit"  # step 5: ``preparing`` -> ``committed``, the commit point
+ROLL_BACK = "roll_back"  # in-process abort, or recovery of a ``preparing`` journal
+FINISH = "finish"  # step 6, or recovery of a ``committed`` journal
+
+#: (journal state, event) -> journal state afterwards; ``None`` is "no journal on disk".
+TRANSITIONS: Mapping[tuple[str | None, str], str | None] = {
+    (None, PREPARE): PREPARING,
+    (PREPARING, COMMIT): COMMITTED,
+    (PREPARING, ROLL_BACK): None,
+    (COMMITTED, FINISH): None,
+}
+#: What recovery does with a journal it finds, by its state.
+RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH}
+
+
+def next_state(state: str | None, event: str) -> str | None:
+    """The journal state after ``event``; an event the state does not allow is a bug."""
+    try:
+        return TRANSITIONS[(state, event)]
+    except KeyError:
+        raise RuntimeError(
+            f"transaction event {event!r} is not allowed in state {state!r}"
+        ) from None
+
+
+def _state_after(state: str | None, event: str) -> str:
+    after = next_state(state, event)
+    if after is None:
+        raise RuntimeError(f"transaction event {event!r} removes the journal")
+    return after
+
+
+def _advance(record: JournalRecord, event: str) -> JournalRecord:
+    return attrs.evolve(record, state=_state_after(record.state, event))
+
+
+# -- the contract ----------------------------------------------------------------------
+
+OPS: frozenset[str] = frozenset({"add", "update", "delete", "move"})
+
+
+@attrs.frozen(kw_only=True)
+class PlannedChange:
+    """One file of a transaction, planned in memory (DESIGN §4 ApplyPatch)."""
+
+    op: str  # "add" | "update" | "delete" | "move"
+    target: WorkspacePath  # the file updated/deleted/moved, or the new file for add
+    move_to: WorkspacePath | None = None
+    old_bytes: bytes | None = None  # planned old bytes of target (None for add)
+    new_bytes: bytes | None = None  # content at target (update/add) or move_to (move)
+    mode: int | None = None  # permission bits of the published file (kept from the old one)
+    # The executable bit git's modes carry: True sets it where the file is readable, False
+    # clears it, None keeps the mode. An added file is created 0o777 or 0o666 under the
+    # umask, as git does.
+    executable: bool | None = None
+
+
+def with_executable(mode: int, executable: bool | None) -> int:
+    """``mode`` with its execute bits set where it is readable, cleared, or as it is."""
+    if executable is None:
+        return mode
+    if executable:
+        return mode | (mode & 0o444) >> 2
+    return mode & ~0o111
+
+
+@attrs.frozen(kw_only=True)
+class _Step:
+    """A journal entry with absolute paths and the bytes it needs."""
+
+    entry: JournalEntry
+    path: str
+    stage: str | None
+    backup: str | None
+    old_bytes: bytes | None
+    new_bytes: bytes | None
+    mode: int | None
+    executable: bool = False  # an added file with no mode: created 0o777 under the umask
+
+
+@attrs.frozen(kw_only=True)
+class _Plan:
+    record: JournalRecord
+    # Per planned change, its steps: one, or two for a move (source, destination).
+    changes: tuple[tuple[str, tuple[_Step, ...]], ...]
+    dirs_to_create: tuple[str, ...]  # absolute, top first
+
+
+def new_transaction_id() -> str:
+    """Time-ordered (recovery rolls back newest first) and unguessable."""
+    return f"{time.time_ns():016x}{secrets.token_hex(8)}"
+
+
+def _inside(root: str, path: str) -> bool:
+    return path != root and os.path.commonpath([root, path]) == root
+
+
+# -- commit --------------------------------------------------------------------------
+
+
+def commit(
+    workspace: Workspace,
+    changes: Iterable[PlannedChange],
+    *,
+    on_prepared: Callable[[str], object] | None = None,
+    on_committed: Callable[[str], object] | None = None,
+) -> str:
+    """Publish every change or none, under the journal; return the transaction id.
+
+    Spec: PATCH-* (all or nothing), TXN-*, TRACK-* (re-verification inside the lock).
+    """
+    workspace.ensure_writable()
+    planned = tuple(changes)
+    _check_shape(workspace, planned)
+    txn_id = new_transaction_id()
+    keys = {change.target.canonical_key for change in planned}
+    keys |= {change.move_to.canonical_key for change in planned if change.move_to is not None}
+    try:
+        with workspace.locks.transactions(exclusive=False), workspace.locks.hold(keys):
+            workspace.ensure_writable()
+            _run(workspace, txn_id, planned, on_prepared, on_committed)
+    except OSError as exc:  # a lock file, or an inspection before anything changed
+        raise _errors.from_oserror(exc, exc.filename, action="transaction") from exc
+    return txn_id
+
+
+def _run(
+    workspace: Workspace,
+    txn_id: str,
+    planned: Sequence[PlannedChange],
+    on_prepared: Callable[[str], object] | None,
+    on_committed: Callable[[str], object] | None,
+) -> None:
+    plan = _prepare(workspace, txn_id, planned)
+    if on_prepared is not None:
+        try:
+            on_prepared(txn_id)
+        except Exception as exc:
+            _discard_snapshots(workspace, txn_id, exc)
+            raise
+    owned = Owned()
+    try:
+        _publish(workspace, plan, owned)
+        committed = _advance(plan.record, COMMIT)
+        _journal.write(workspace.fs, workspace.journal_dir, committed)
+    except Exception as exc:
+        error = exc if isinstance(exc, ToolError) else _as_tool_error(exc)
+        try:
+            _abort(workspace, plan.record, owned, error)
+        except BaseException as abort_error:
+            if not isinstance(abort_error, ToolError):  # _abort marks the workspace itself
+                workspace.mark_needs_recovery(f"the rollback of {txn_id} was interrupted")
+            raise
+        if error is exc:
+            raise
+        raise error from exc
+    except BaseException:
+        # A crash or an interrupt: no cleanup (a dead process runs none), but this
+        # process must not publish over a transaction that recovery has yet to undo.
+        workspace.mark_needs_recovery(f"transaction {txn_id} was interrupted")
+        raise
+    _after_commit(workspace, committed, on_committed)
+
+
+def _as_tool_error(exc: Exception) -> ToolError:
+    if not isinstance(exc, OSError):
+        return ToolError(_errors.IO_ERROR, f"publish failed: {exc!r}")
+    error = _errors.from_oserror(exc, exc.filename, action="publish")
+    if error.code not in (_errors.IO_ERROR, _errors.ALREADY_EXISTS):
+        # ENOENT, EISDIR, ... in the middle of a publish come from the environment (a
+        # directory removed under us), not from the request. EEXIST stays: a file
+        # appeared where an add or a move links its new file (no clobber).
+        error = ToolError(_errors.IO_ERROR, error.message, errno=exc.errno, path=exc.filename)
+        error.__cause__ = exc
+    return error
+
+
+def _check_shape(workspace: Workspace, planned: Sequence[PlannedChange]) -> None:
+    """Caller errors, raised before any lock or disk access."""
+    if not planned:
+        raise ToolError(_errors.INVALID_ARGUMENT, "a transaction needs at least one change")
+    root = workspace.root
+    seen: set[str] = set()
+    total = 0
+    for change in planned:
+        required = {
+            "update": (True, True, False),
+            "add": (False, True, False),
+            "delete": (True, False, False),
+            "move": (True, True, True),
+        }.get(change.op)
+        if required is None:
+            raise ToolError(_errors.INVALID_ARGUMENT, f"unknown change op {change.op!r}")
+        needs_old, needs_new, needs_move_to = required
+        where = change.target.relative
+        if (change.old_bytes is not None) != needs_old or (
+            change.new_bytes is not None
+        ) != needs_new:
+            raise ToolError(
+                _errors.INVALID_ARGUMENT, f"{change.op} of {where}: old/new bytes do not fit the op"
+            )
+        if (change.move_to is not None) != needs_move_to:
+            raise ToolError(
+                _errors.INVALID_ARGUMENT, f"{change.op} of {where}: move_to does not fit"
+            )
+        if change.mode is not None and not 0 <= change.mode <= 0o7777:
+            raise ToolError(_errors.INVALID_ARGUMENT, f"{where}: bad mode {change.mode!r}")
+        for path in (change.target, change.move_to):
+            if path is None:
+                continue
+            if not _inside(root, path.real):
+                raise ToolError(
+                    _errors.OUTSIDE_WORKSPACE, f"{path.requested} is outside the workspace"
+                )
+            if path.canonical_key in seen:
+                raise ToolError(
+                    _errors.INVALID_ARGUMENT, f"{path.relative} appears twice in one transaction"
+                )
+            seen.add(path.canonical_key)
+        total += len(change.new_bytes or b"")
+    if total > workspace.limits.transaction_bytes:
+        raise ToolError(
+            _errors.TOO_LARGE,
+            f"transaction writes {total} bytes; the limit is {workspace.limits.transaction_bytes}",
+            size=total,
+            limit=workspace.limits.transaction_bytes,
+        )
+
+
+# -- step 0: re-verify and plan, inside the locks ------------------------------------------
+
+
+def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]) -> _Plan:
+    fs, root = workspace.fs, workspace.root
+    targets = {change.target.real for change in planned}
+    targets |= {change.move_to.real for change in planned if change.move_to is not None}
+    dirs_to_create: list[str] = []
+    changes: list[tuple[str, tuple[_Step, ...]]] = []
+    for change in planned:
+        steps: list[_Step] = []
+        if change.op != "add":
+            mode = _verify_existing(fs, change.target, change.old_bytes)
+            kind = {"update": _journal.UPDATE, "delete": _journal.DELETE}.get(
+                change.op, _journal.MOVE_FROM
+            )
+            steps.append(
+                _step(
+                    root,
+                    txn_id,
+                    kind,
+                    change.target.real,
+                    old_bytes=change.old_bytes,
+                    new_bytes=change.new_bytes if change.op == "update" else None,
+                    mode=with_executable(
+                        change.mode if change.mode is not None else mode, change.executable
+                    ),
+                    dirs=(),
+                )
+            )
+        if change.op in ("add", "move"):
+            destination = change.move_to if change.move_to is not None else change.target
+            if fs.lexists(destination.real):
+                raise ToolError(
+                    _errors.ALREADY_EXISTS,
+                    f"{destination.relative} already exists",
+                    path=destination.relative,
+                )
+            dirs = _missing_dirs(fs, root, os.path.dirname(destination.real), dirs_to_create)
+            if targets.intersection(dirs):
+                raise ToolError(
+                    _errors.INVALID_ARGUMENT,
+                    f"{destination.relative} needs a directory where this transaction puts a file",
+                )
+            dirs_to_create.extend(dirs)
+            # A moved file keeps its mode; an added one gets the umask's default.
+            new_mode = (
+                None if change.mode is None else with_executable(change.mode, change.executable)
+            )
+            if new_mode is None and steps:
+                new_mode = steps[0].mode
+            steps.append(
+                _step(
+                    root,
+                    txn_id,
+                    _journal.ADD if change.op == "add" else _journal.MOVE_TO,
+                    destination.real,
+                    old_bytes=None,
+                    new_bytes=change.new_bytes,
+                    mode=new_mode,
+                    dirs=tuple(dirs),
+                    executable=bool(change.executable),
+                )
+            )
+        changes.append((change.op, tuple(steps)))
+    record = JournalRecord(
+        version=_journal.VERSION,
+        txn_id=txn_id,
+        state=_state_after(None, PREPARE),
+        root=root,
+        entries=tuple(step.entry for _, steps in changes for step in steps),
+    )
+    return _Plan(record=record, changes=tuple(changes), dirs_to_create=tuple(dirs_to_create))
+
+
+def _step(
+    root: str,
+    txn_id: str,
+    kind: str,
+    path: str,
+    *,
+    old_bytes: bytes | None,
+    new_bytes: bytes | None,
+    mode: int | None,
+    dirs: tuple[str, ...],
+    executable: bool = False,
+) -> _Step:
+    directory, name = os.path.split(path)
+    stage = backup = None
+    if kind in _journal.PUBLISHES_CONTENT:
+        stage = os.path.join(directory, _journal.side_file_name(name, txn_id, "stage"))
+    if kind in _journal.EXISTED_BEFORE:
+        backup = os.path.join(directory, _journal.side_file_name(name, txn_id, "backup"))
+    entry = JournalEntry(
+        kind=kind,
+        path=relative_to(root, path),
+        existed=kind in _journal.EXISTED_BEFORE,
+        old_sha256=None if old_bytes is None else sha256_hex(old_bytes),
+        new_sha256=None if new_bytes is None else sha256_hex(new_bytes),
+        stage=None if stage is None else relative_to(root, stage),
+        backup=None if backup is None else relative_to(root, backup),
+        dirs_created=tuple(relative_to(root, directory) for directory in dirs),
+    )
+    return _Step(
+        entry=entry,
+        path=path,
+        stage=stage,
+        backup=backup,
+        old_bytes=old_bytes,
+        new_bytes=new_bytes,
+        mode=mode,
+        executable=executable,
+    )
+
+
+def _verify_existing(fs: FileSystem, target: WorkspacePath, old_bytes: bytes | None) -> int:
+    """Byte-for-byte re-verification inside the lock; returns the file's mode. Spec: TRACK-*."""
+    where = target.relative
+    try:
+        info = fs.lstat(target.real)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(_errors.IS_A_DIRECTORY, f"{where} is a directory", path=where)
+        if not stat.S_ISREG(info.st_mode):
+            # The resolver saw a regular file; a link or device here was swapped in since.
+            raise ToolError(_errors.STALE, f"{where} is no longer a regular file", path=where)
+        current = (
+            fs.read_bytes(target.real)
+            if old_bytes is None
+            else fs.read_bytes_unless(target.real, old_bytes)
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(_errors.NOT_FOUND, f"{where} does not exist", path=where) from None
+    except OSError as exc:
+        raise _errors.from_oserror(exc, where, action="read") from exc
+    if current != old_bytes:
+        raise ToolError(
+            _errors.STALE,
+            f"{where} changed on disk since the change was planned",
+            path=where,
+            expected_sha256=sha256_hex(old_bytes or b""),
+            current_sha256=sha256_hex(current),
+        )
+    return stat.S_IMODE(info.st_mode)
+
+
+def _missing_dirs(fs: FileSystem, root: str, directory: str, planned: Sequence[str]) -> list[str]:
+    """Directories to create for ``directory``, top first, not already planned."""
+    missing: list[str] = []
+    current = directory
+    while current != root and current not in planned:
+        try:
+            info = fs.lstat(current)
+        except (FileNotFoundError, NotADirectoryError):
+            missing.append(current)
+            current = os.path.dirname(current)
+            continue
+        except OSError as exc:
+            raise _errors.from_oserror(exc, relative_to(root, current), action="inspect") from exc
+        if not stat.S_ISDIR(info.st_mode):
+            where = relative_to(root, current)
+            raise ToolError(
+                _errors.ALREADY_EXISTS, f"{where} exists and is not a directory", path=where
+            )
+        break
+    return list(reversed(missing))
+
+
+# -- steps 1-4 -----------------------------------------------------------------------------
+
+
+def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
+    fs = workspace.fs
+    # 1. The journal, before anything it names exists.
+    _journal.write(fs, workspace.journal_dir, plan.record)
+    fs.fsync_dir(workspace.journal_dir)
+    # 2. Directories (recorded in the journal already), then stage files.
+    for directory in plan.dirs_to_create:
+        fs.mkdir(directory)
+        owned.dirs.add(directory)
+        fs.fsync_dir(os.path.dirname(directory))
+    steps = [step for _, change_steps in plan.changes for step in change_steps]
+    for step in steps:
+        if step.stage is None or step.new_bytes is None:
+            continue
+        default = 0o777 if step.executable else 0o666  # the umask applies, as for git
+        fd = fs.create_exclusive(step.stage, 0o600 if step.mode is not None else default)
+        owned.stages.add(step.stage)
+        try:
+            fs.write(fd, step.new_bytes)
+            if step.mode is not None:
+                fs.fchmod(fd, step.mode)
+            fs.fsync(fd)
+        finally:
+            fs.close(fd)
+    # 3. Backups: hard links, so the old bytes outlive the publish.
+    for step in steps:
+        if step.backup is None:
+            continue
+        fs.link(step.path, step.backup)
+        owned.backups.add(step.backup)
+    _fsync_dirs(
+        fs, {os.path.dirname(side) for step in steps for side in (step.stage, step.backup) if side}
+    )
+    # The last check, right before the first publish (TXN-006, TXN-012: re-verified in the
+    # critical section as late as it can be, after staging and fsync): each name still
+    # holds the inode its backup links, with the planned bytes. A save by another writer
+    # in place changes the bytes; one through a new file renamed over the name changes the
+    # inode, and its backup still holds the old bytes.
+    changed = next(
+        (step for step in steps if step.backup is not None and not _as_planned(fs, step)), None
+    )
+    if changed is not None:
+        # Nothing is published yet: the abort only removes what this transaction made.
+        # Restoring a backup would put the old bytes over the file the other writer saved.
+        for step in steps:
+            if step.backup is not None and step.backup in owned.backups:
+                fs.unlink(step.backup)
+                owned.backups.discard(step.backup)
+        raise ToolError(
+            _errors.STALE,
+            f"{changed.entry.path} changed on disk while the transaction was prepared",
+            path=changed.entry.path,
+        )
+    # 4. Publish.
+    for op, change_steps in plan.changes:
+        _publish_change(fs, op, change_steps, owned)
+    _fsync_dirs(fs, {os.path.dirname(step.path) for step in steps})
+
+
+def _as_planned(fs: FileSystem, step: _Step) -> bool:
+    """The target's name still links the backup's inode, and that holds the planned bytes."""
+    assert step.backup is not None
+    try:
+        target, backup = fs.lstat(step.path), fs.lstat(step.backup)
+    except FileNotFoundError:
+        return False
+    if (target.st_dev, target.st_ino) != (backup.st_dev, backup.st_ino):
+        return False
+    return fs.read_bytes(step.backup) == step.old_bytes
+
+
+def _publish_change(fs: FileSystem, op: str, steps: Sequence[_Step], owned: Owned) -> None:
+    if op == "update":
+        (step,) = steps
+        assert step.stage is not None
+        # The backup link keeps the old bytes; rename never touches it.
+        fs.rename(step.stage, step.path)
+        owned.stages.discard(step.stage)
+    elif op == "add":
+        (step,) = steps
+        assert step.stage is not None
+        fs.link(step.stage, step.path)  # EEXIST if something appeared there: no clobber
+        owned.published.add(step.path)
+        fs.unlink(step.stage)
+        owned.stages.discard(step.stage)
+    elif op == "delete":
+        (step,) = steps
+        fs.unlink(step.path)
+    else:  # move
+        source, destination = steps
+        assert destination.stage is not None
+        fs.link(destination.stage, destination.path)
+        owned.published.add(destination.path)
+        fs.unlink(source.path)
+        fs.unlink(destination.stage)
+        owned.stages.discard(destination.stage)
+
+
+def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
+    for directory in sorted(directories):
+        fs.fsync_dir(directory)
+
+
+# -- steps 5-6 and the abort -------------------------------------------------------------
+
+
+def _after_commit(
+    workspace: Workspace, record: JournalRecord, on_committed: Callable[[str], object] | None
+) -> None:
+    """From the commit point on the change stands: nothing here undoes it."""
+    fs, txn_id = workspace.fs, record.txn_id
+    try:
+        fs.fsync_dir(workspace.journal_dir)
+    except OSError as exc:
+        # The files are published and durable, the commit record may not be. Keep the
+        # backups (a lost commit record means recovery rolls back and needs them) and
+        # let recover() make the record durable before it removes them. Skip the commit
+        # hook too: if a power cut loses the record, recovery rolls back, and a snapshot
+        # confirmed here, or access records naming the new bytes, would outlive it.
+        # recover() confirms the snapshots of a transaction whose record survives.
+        workspace.mark_needs_recovery(
+            f"transaction {txn_id} is committed but its journal could not be synced: {exc}"
+        )
+        return
+    if on_committed is not None:
+        try:
+            on_committed(txn_id)
+        except Exception as exc:
+            # The journal stays ``committed``: recovery confirms the transaction again.
+            workspace.mark_needs_recovery(
+                f"transaction {txn_id} is committed but its commit hook failed: {exc!r}"
+            )
+            return
+    try:
+        finish(fs, workspace.root, record)
+        _journal.remove(fs, workspace.journal_dir, txn_id)
+    except (RollbackIncomplete, OSError):
+        # Cleanup after the commit point is best effort: the journal stays ``committed``
+        # and names every leftover, and the next recover() (every open runs one)
+        # removes them. The change itself is complete, so the call succeeds.
+        return
+    assert next_state(COMMITTED, FINISH) is None
+
+
+def _abort(workspace: Workspace, record: JournalRecord, owned: Owned, error: ToolError) -> None:
+    """Undo an unfinished publish in-process; raise IO_ERROR if that cannot be done."""
+    fs = workspace.fs
+    try:
+        roll_back(fs, workspace.root, record, owned=owned)
+        if fs.lexists(_journal.journal_path(workspace.journal_dir, record.txn_id)):
+            _journal.remove(fs, workspace.journal_dir, record.txn_id)
+    except (RollbackIncomplete, OSError) as exc:
+        failures = exc.failures if isinstance(exc, RollbackIncomplete) else {"journal": str(exc)}
+        workspace.mark_needs_recovery(
+            f"transaction {record.txn_id} failed ({error.code}) and could not be rolled back"
+        )
+        raise ToolError(
+            _errors.IO_ERROR,
+            f"transaction failed ({error.message}) and its rollback could not finish; "
+            "call recover()",
+            not_restored=sorted(failures),
+            failures=failures,
+            cause=error.code,
+            transaction=record.txn_id,
+        ) from error
+    assert next_state(PREPARING, ROLL_BACK) is None
+    _discard_snapshots(workspace, record.txn_id, error)
+
+
+def _discard_snapshots(workspace: Workspace, txn_id: str, error: BaseException) -> None:
+    try:
+        snapshot_hook(workspace, "discard_transaction", txn_id)
+    except Exception as exc:
+        if isinstance(error, ToolError):
+            error.details["snapshot_discard_error"] = repr(exc)
+
+
+def snapshot_hook(workspace: Workspace, name: str, txn_id: str) -> None:
+    """Call ``workspace.snapshots.<name>(txn_id)`` if the store provides it."""
+    method = getattr(workspace.snapshots, name, None)
+    if callable(method):
+        method(txn_id)
+
+
+# -- recovery of one journal ---------------------------------------------------------------
+
+
+def settle(workspace: Workspace, record: JournalRecord) -> tuple[str, list[str]]:
+    """Roll back (``preparing``) or finish (``committed``) a journal found on disk, then
+    delete it; return the event applied and the leftovers removed. Spec: RECOV-*.
+
+    The caller holds the workspace guard exclusively, so no transaction is running.
+    Raises ``RollbackIncomplete`` (the journal is kept, so a later recovery retries).
+    """
+    fs, root, txn_id = workspace.fs, workspace.root, record.txn_id
+    event = RECOVERY_EVENT[record.state]
+    cleaned = roll_back(fs, root, record) if event == ROLL_BACK else finish(fs, root, record)
+    hook = "discard_transaction" if event == ROLL_BACK else "confirm_transaction"
+    try:
+        snapshot_hook(workspace, hook, txn_id)
+    except Exception as exc:
+        raise RollbackIncomplete({f"snapshots of {txn_id}": repr(exc)}) from exc
+    try:
+        _journal.remove(fs, workspace.journal_dir, txn_id)
+    except OSError as exc:
+        raise RollbackIncomplete({f"journal {txn_id}": str(exc)}) from exc
+    assert next_state(record.state, event) is None
+    return event, cleaned
