@@ -32,7 +32,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -53,9 +53,9 @@ from editspec.reference.remote._fileservice import FileService
 from editspec.reference.remote._remote_commit import RemoteChange, publish, read_or_none
 from editspec.reference.text._diff import unified_diff
 from editspec.reference.text._text import UTF8, DecodedText, decode, newline_style
+from editspec.reference.tools import _edit_text, _ranges
 
 if TYPE_CHECKING:
-    from editspec.reference.paths._paths import WorkspacePath
     from editspec.reference.remote._acp import AcpChannel
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -249,45 +249,24 @@ class RemoteSession:
         encoding: str = "auto",
     ) -> ReadResult:
         """Read a client file or a range of it; a whole read authorizes a write. Spec: REMOTE-*."""
-        from editspec.reference.tools import _read
-
-        first = _read._check_int("start_line", start_line, 1)
-        last = _read._check_int("end_line", end_line, 1)
-        offset = _read._check_int("start_byte", start_byte, 0)
-        budget = _read._check_int("max_bytes", max_bytes, 1)
-        chosen = _read._check_encoding(encoding)
-        if chosen not in (_read.AUTO, UTF8):
+        request = _ranges.read_request(start_line, end_line, start_byte, max_bytes, encoding)
+        if request.encoding not in (_ranges.AUTO, UTF8):
             raise ToolError(
                 _errors.UNSUPPORTED,
                 f"a remote file is read as the text the client gives; encoding {encoding!r} "
                 "does not apply",
                 encoding=encoding,
             )
-        if first is not None and last is not None and last < first:
-            raise ToolError(
-                _errors.INVALID_ARGUMENT,
-                f"end_line ({last}) is before start_line ({first})",
-                start_line=first,
-                end_line=last,
-            )
-        if offset is not None and (first is not None or last is not None):
-            raise ToolError(
-                _errors.INVALID_ARGUMENT, "give either a line range or start_byte, not both"
-            )
+        request.require_consistent()
         workspace = self.workspace
         target = workspace.resolve(path)
         text = workspace.files.read_text(target.absolute)
         data = _client_bytes(text, target)
         digest = hashlib.sha256(data).hexdigest()
         decoded = DecodedText(text=text, encoding=UTF8, bom=False, newline=newline_style(text))
-        # The range helpers of Read take a local path only for the name they report.
-        shown = cast("WorkspacePath", target)
-        limit = workspace.limits.read_max_bytes if budget is None else budget
-        if offset is not None:
-            result = _read._byte_range(shown, data, digest, decoded, offset, limit)
-        else:
-            result = _read._line_range(shown, data, digest, decoded, first, last, limit)
-        full = result.start_byte == 0 and result.end_byte == len(data)
+        limit = workspace.limits.read_max_bytes if request.budget is None else request.budget
+        result = _ranges.cut(target.relative, data, digest, decoded, request, limit)
+        full = _ranges.covers_whole_file(result, data, decoded)
         workspace.access.record_read(
             self.id, target.canonical_key, sha256=digest, size=len(data), mtime_ns=0, full=full
         )
@@ -347,10 +326,9 @@ class RemoteSession:
         message_id: str | None = None,
     ) -> EditResult:
         """String replacements on a client file, all or nothing, verified. Spec: REMOTE-*."""
-        from editspec.reference.tools import _edit
         from editspec.reference.tools._write import check_expected_sha256, check_message_id
 
-        specs = _edit.coerce_edits(edits)
+        specs = _edit_text.coerce_edits(edits)
         expected = check_expected_sha256(expected_sha256)
         message = check_message_id(message_id)
         workspace = self.workspace
@@ -359,13 +337,13 @@ class RemoteSession:
         with workspace.locks.hold([target.canonical_key]):
             old = read_or_none(workspace.files, target.absolute)
             if old is None:
-                _edit._require_creation(target.relative, specs, expected)
+                _edit_text.require_creation(target.relative, specs, expected)
             else:
                 _check_size(workspace, target.relative, old)
             old_sha = self._require_fresh(target, old, expected)
             text = old or ""
             newline = newline_style(text) if old is not None else None
-            edited = _edit._apply(target.relative, text, specs, newline)
+            edited = _edit_text.apply_specs(target.relative, text, specs, newline)
             _check_size(workspace, target.relative, edited.text)
             publish(
                 workspace.files,
@@ -382,16 +360,16 @@ class RemoteSession:
         decoded = None
         if old is not None:
             decoded = DecodedText(text=text, encoding=UTF8, bom=False, newline=newline_style(text))
-        warnings = _edit._growth_warning(
-            cast(Any, workspace), target.relative, _utf8_size(text), _utf8_size(edited.text)
+        warnings = _edit_text.growth_warning(
+            workspace.limits, target.relative, _utf8_size(text), _utf8_size(edited.text)
         )
         return EditResult(
             path=target.relative,
-            operation=_edit.OPERATION,
+            operation=_edit_text.OPERATION,
             old_sha256=old_sha,
             new_sha256=new_sha,
             bytes_written=_utf8_size(edited.text),
-            newline=_edit._newline_after(text, decoded, edited),
+            newline=_edit_text.newline_after(text, decoded, edited),
             diff=unified_diff(
                 target.relative,
                 text,
@@ -599,13 +577,4 @@ def _refuse_notebook(shown: str) -> None:
 
 
 def _check_size(workspace: RemoteWorkspace, shown: str, text: str) -> None:
-    size = _utf8_size(text)
-    limit = workspace.limits.edit_file_bytes
-    if size > limit:
-        raise ToolError(
-            _errors.TOO_LARGE,
-            f"{shown} is {size} bytes; files over {limit} bytes are not edited",
-            path=shown,
-            size=size,
-            limit=limit,
-        )
+    _edit_text.check_edit_size(workspace.limits, shown, _utf8_size(text), "is")

@@ -21,88 +21,23 @@ Nothing touches the disk before step 4, so any failure leaves the file as it was
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
 from editspec.reference import _errors
-from editspec.reference._arguments import check_bool, check_integer, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._results import EditResult, EditSpec, Replacement
-from editspec.reference.matching._matching import Edited, edit_text
 from editspec.reference.paths._paths import MISSING, WorkspacePath
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
-from editspec.reference.text._memo import LineIndex
+from editspec.reference.tools import _edit_text
 
 if TYPE_CHECKING:
     from editspec.reference._workspace import Session, Workspace
 
-NOTEBOOK_SUFFIX = ".ipynb"
-OPERATION = "patch"
 _RESOLVE_ATTEMPTS = 3
-
-_SPEC_FIELDS = frozenset(("old_string", "new_string", "replace_all", "line", "before", "after"))
-
-
-def coerce_edits(edits: object, *, max_edits: int | None = None) -> tuple[EditSpec, ...]:
-    """The edits as EditSpecs: EditSpec or mappings with its keys; at least one.
-
-    Each field is checked here, before any I/O (types, a lone surrogate in a string, a
-    line number past 2**63 - 1); more than ``max_edits`` edits is TOO_LARGE
-    (``Limits.edits_per_call``). Spec: EDIT-*.
-    """
-    if isinstance(edits, (EditSpec, Mapping)):
-        edits = [edits]
-    if isinstance(edits, (str, bytes)) or not isinstance(edits, Sequence):
-        raise ToolError(_errors.INVALID_ARGUMENT, "edits must be a list of EditSpec")
-    if not edits:
-        raise ToolError(_errors.INVALID_ARGUMENT, "edits is empty; give at least one EditSpec")
-    if max_edits is not None and len(edits) > max_edits:
-        raise ToolError(
-            _errors.TOO_LARGE,
-            f"{len(edits)} edits in one call (at most {max_edits})",
-            limit="edits_per_call",
-            maximum=max_edits,
-            size=len(edits),
-        )
-    specs: list[EditSpec] = []
-    for index, item in enumerate(edits):
-        if isinstance(item, EditSpec):
-            specs.append(_checked_spec(item, index))
-            continue
-        if not isinstance(item, Mapping):
-            raise ToolError(
-                _errors.INVALID_ARGUMENT,
-                f"edit {index + 1} is a {type(item).__name__}; expected an EditSpec or a mapping",
-                edit_index=index,
-            )
-        unknown = sorted(str(key) for key in item if key not in _SPEC_FIELDS)
-        missing = [key for key in ("old_string", "new_string") if key not in item]
-        if unknown or missing:
-            problem = f"unknown keys {unknown}" if unknown else f"missing {missing}"
-            raise ToolError(
-                _errors.INVALID_ARGUMENT, f"edit {index + 1}: {problem}", edit_index=index
-            )
-        fields: dict[str, Any] = dict(item)
-        specs.append(_checked_spec(EditSpec(**fields), index))
-    return tuple(specs)
-
-
-def _checked_spec(spec: EditSpec, index: int) -> EditSpec:
-    try:
-        check_text("old_string", spec.old_string, empty=True, nul=True)
-        check_text("new_string", spec.new_string, empty=True, nul=True)
-        check_bool("replace_all", spec.replace_all)
-        check_integer("line", spec.line, minimum=1)
-        check_text("before", spec.before, optional=True, nul=True)
-        check_text("after", spec.after, optional=True, nul=True)
-    except ToolError as exc:
-        raise ToolError(
-            exc.code, f"edit {index + 1}: {exc.message}", edit_index=index, **exc.details
-        ) from None
-    return spec
 
 
 def edit(
@@ -117,7 +52,7 @@ def edit(
     from editspec.reference.tools._write import check_expected_sha256, check_message_id
 
     workspace = session.workspace
-    specs = coerce_edits(edits, max_edits=workspace.limits.edits_per_call)
+    specs = _edit_text.coerce_edits(edits, max_edits=workspace.limits.edits_per_call)
     expected = check_expected_sha256(expected_sha256)
     message = check_message_id(message_id)
     for _ in range(_RESOLVE_ATTEMPTS):
@@ -135,7 +70,7 @@ def edit(
 
 def _refuse_notebook(target: WorkspacePath) -> None:
     for name in (target.logical, target.real):
-        if name.lower().endswith(NOTEBOOK_SUFFIX):
+        if name.lower().endswith(_edit_text.NOTEBOOK_SUFFIX):
             raise ToolError(
                 _errors.UNSUPPORTED,
                 f"{target.logical_relative} is a Jupyter notebook; edit its cells with "
@@ -156,10 +91,10 @@ def _edit_locked(
     workspace = session.workspace
     shown = target.logical_relative
     refuse_non_file(target)
-    old_bytes = _read_current(workspace, target)
+    old_bytes = read_current(workspace, target)
     old_digest: Callable[[], str] | None = None
     if old_bytes is None:
-        _require_creation(shown, specs, expected_sha256)
+        _edit_text.require_creation(shown, specs, expected_sha256)
     else:
         old_digest = workspace.memo.sha256_later(target.canonical_key, old_bytes)
     # The in-memory edit runs while the old bytes are hashed; its failures are raised
@@ -195,7 +130,7 @@ def _edit_locked(
     new_sha256 = plan.new_digest()
     return EditResult(
         path=shown,
-        operation=OPERATION,
+        operation=_edit_text.OPERATION,
         old_sha256=old_sha256,
         new_sha256=new_sha256,
         bytes_written=len(plan.new_bytes),
@@ -238,9 +173,11 @@ def _plan(
         if old_bytes is not None
         else None
     )
-    edited = _apply(shown, text, specs, decoded.newline if decoded is not None else None, lines)
+    edited = _edit_text.apply_specs(
+        shown, text, specs, decoded.newline if decoded is not None else None, lines
+    )
     new_bytes = _text.encode(edited.text, decoded)
-    _check_size(workspace, shown, len(new_bytes), "would be")
+    _edit_text.check_edit_size(workspace.limits, shown, len(new_bytes), "would be")
     new_digest = workspace.memo.sha256_later(target.canonical_key, new_bytes)
     diff = unified_diff(
         shown,
@@ -251,7 +188,7 @@ def _plan(
         known_suffix=edited.unchanged_suffix,
         known_prefix_newlines=edited.prefix_newlines,
     )
-    newline = _newline_after(text, decoded, edited)
+    newline = _edit_text.newline_after(text, decoded, edited)
     # The next read or edit of these bytes finds their text here instead of decoding.
     workspace.memo.remember_text(
         target.canonical_key,
@@ -261,7 +198,7 @@ def _plan(
             encoding=decoded.encoding if decoded is not None else _text.UTF8,
             bom=decoded.bom if decoded is not None else False,
             newline=newline,
-            line_breaks=_line_breaks_after(text, decoded, edited),
+            line_breaks=_edit_text.line_breaks_after(text, decoded, edited),
         ),
         lines=(
             lines.after_edit(text, edited.text, edited.unchanged_prefix, edited.unchanged_suffix)
@@ -277,87 +214,14 @@ def _plan(
         replacements=edited.replacements,
         diff=diff,
         newline=newline,
-        warnings=_growth_warning(workspace, shown, len(old_bytes or b""), len(new_bytes)),
+        warnings=_edit_text.growth_warning(
+            workspace.limits, shown, len(old_bytes or b""), len(new_bytes)
+        ),
     )
 
 
-def _require_creation(shown: str, specs: Sequence[EditSpec], expected_sha256: str | None) -> None:
-    """A missing file is created only by a first edit with an empty old_string."""
-    if specs[0].old_string != "":
-        raise ToolError(
-            _errors.NOT_FOUND,
-            f"{shown} does not exist; an edit with an empty old_string creates it",
-            path=shown,
-        )
-    if expected_sha256 is not None:
-        raise ToolError(
-            _errors.STALE,
-            f"{shown} does not exist, so it does not have the expected sha256",
-            path=shown,
-            expected_sha256=expected_sha256,
-            current_sha256=None,
-        )
-
-
-def _apply(
-    shown: str,
-    text: str,
-    specs: Sequence[EditSpec],
-    newline: str | None,
-    lines: LineIndex | None = None,
-) -> Edited:
-    try:
-        edited = edit_text(text, specs, newline=newline, lines=lines)
-    except ToolError as error:
-        details = {**error.details, "path": shown}
-        raise ToolError(error.code, f"{shown}: {error.message}", **details) from None
-    if edited.text == text and text:
-        raise ToolError(
-            _errors.NO_CHANGE, f"{shown}: the edits leave the file as it is", path=shown
-        )
-    return edited
-
-
-def _line_breaks_after(
-    old_text: str, decoded: _text.DecodedText | None, edited: Edited
-) -> int | None:
-    """The number of line breaks of the edited text, counting only the changed region."""
-    if decoded is None or decoded.line_breaks is None:
-        return None
-    new_text = edited.text
-    start, suffix = edited.unchanged_prefix, edited.unchanged_suffix
-    removed = old_text.count("\n", start, len(old_text) - suffix)
-    added = new_text.count("\n", start, len(new_text) - suffix)
-    return decoded.line_breaks - removed + added
-
-
-def _newline_after(old_text: str, decoded: _text.DecodedText | None, edited: Edited) -> str:
-    """The newline style of the edited text, scanning only around the changed region.
-
-    Outside the region the old text's style holds. The region is widened to whole lines
-    so that every line break outside it has the character before it outside it too.
-    """
-    new_text = edited.text
-    if decoded is None or decoded.newline == _text.MIXED:
-        return _text.newline_style(new_text)
-    head = old_text.rfind("\n", 0, edited.unchanged_prefix) + 1
-    # The first line break inside the unchanged suffix ends the region (in both texts).
-    tail_new = new_text.find("\n", len(new_text) - edited.unchanged_suffix)
-    if tail_new == -1:
-        tail_new, tail_old = len(new_text), len(old_text)
-    else:
-        tail_old = tail_new + len(old_text) - len(new_text)
-    styles = {_text.newline_style(new_text[head : tail_new + 1])}
-    if head > 0 or old_text.find("\n", tail_old + 1) != -1:
-        styles.add(decoded.newline)
-    styles.discard(_text.NONE)
-    if not styles:
-        return _text.NONE
-    return styles.pop() if len(styles) == 1 else _text.MIXED
-
-
-def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
-    """The file's bytes (TOO_LARGE over the limit), or None when nothing is there."""
+def read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
+    """The file's bytes (TOO_LARGE over the edit limit), or None when nothing is there."""
     if target.kind == MISSING:
         return None
     shown = target.logical_relative
@@ -367,34 +231,12 @@ def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
         return None
     except OSError as exc:
         raise _errors.from_oserror(exc, shown, action="inspect") from exc
-    _check_size(workspace, shown, size, "is")
+    _edit_text.check_edit_size(workspace.limits, shown, size, "is")
     try:
         data = workspace.memo.read(workspace.fs, target.canonical_key, target.real)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise _errors.from_oserror(exc, shown, action="read") from exc
-    _check_size(workspace, shown, len(data), "is")
+    _edit_text.check_edit_size(workspace.limits, shown, len(data), "is")
     return data
-
-
-def _check_size(workspace: Workspace, shown: str, size: int, verb: str) -> None:
-    limit = workspace.limits.edit_file_bytes
-    if size > limit:
-        raise ToolError(
-            _errors.TOO_LARGE,
-            f"{shown} {verb} {size} bytes; files over {limit} bytes are not edited",
-            path=shown,
-            size=size,
-            limit=limit,
-        )
-
-
-def _growth_warning(workspace: Workspace, shown: str, before: int, after: int) -> tuple[str, ...]:
-    factor = workspace.limits.growth_warning_factor
-    if before and after > factor * before:
-        return (
-            f"{shown} grew from {before} to {after} bytes, more than {factor} times; "
-            "check that the edit replaced what was intended",
-        )
-    return ()

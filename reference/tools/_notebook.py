@@ -40,6 +40,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._results import NotebookResult
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
+from editspec.reference.tools._edit_text import check_edit_size
 
 if TYPE_CHECKING:
     from editspec.reference._workspace import Session
@@ -239,13 +240,13 @@ def _edit_locked(
     expected_sha256: str | None,
     message_id: str | None,
 ) -> NotebookResult:
-    from editspec.reference.tools._edit import _check_size, _read_current
+    from editspec.reference.tools._edit import read_current
     from editspec.reference.tools._write import replace_locked
 
     workspace = session.workspace
     shown = target.logical_relative
     _require_notebook(target)
-    old_bytes = _read_current(workspace, target)
+    old_bytes = read_current(workspace, target)
     if old_bytes is None:
         raise ToolError(_errors.NOT_FOUND, f"{shown} does not exist", path=shown)
     old_sha256 = _text.sha256_hex(old_bytes)
@@ -257,7 +258,7 @@ def _edit_locked(
         display_path=shown,
     )
     plan = plan_edit(shown, old_bytes, request)
-    _check_size(workspace, shown, len(plan.new_bytes), "would be")
+    check_edit_size(workspace.limits, shown, len(plan.new_bytes), "would be")
     snapshot_created, write_warnings = replace_locked(
         session, target, old_bytes, plan.new_bytes, message_id=message_id
     )

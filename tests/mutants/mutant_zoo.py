@@ -39,7 +39,7 @@ from editspec.reference.patch import _patch
 from editspec.reference.paths import _paths
 from editspec.reference.snapshots import _rewind
 from editspec.reference.text import _text
-from editspec.reference.tools import _atomic, _edit, _write
+from editspec.reference.tools import _atomic, _edit, _edit_text, _write
 from editspec.spec.drivers.reference import ReferenceDriver
 
 
@@ -413,7 +413,7 @@ def _no_no_change() -> None:
         return _matching.edit_text(text, specs, newline=newline, lines=lines)
 
     _replace(_matching, "validate", lenient)
-    _replace(_edit, "_apply", apply)
+    _replace(_edit_text, "apply_specs", apply)
 
 
 no_change_not_raised = _register(
