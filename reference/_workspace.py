@@ -3,7 +3,9 @@
 A ``Workspace`` owns everything shared by the sessions of one root: the fs port,
 limits, the lock table, the access tracker and the snapshot store. A ``Session``
 is one agent conversation: it has its own read records and snapshot history.
-The operations themselves live in one module each; the methods here only route.
+The operations themselves live in one module each, written against the protocols of
+``_context`` (they never import this module); the methods here only route, calling
+the operation through its module so that a test may replace it.
 """
 
 from __future__ import annotations
@@ -35,9 +37,14 @@ from editspec.reference._results import (
 )
 from editspec.reference.guards._access import AccessTracker
 from editspec.reference.guards._locks import LockTable
+from editspec.reference.patch import _patch
 from editspec.reference.paths._paths import WorkspacePath, resolve
+from editspec.reference.search import _glob, _listing, _search
+from editspec.reference.snapshots import _rewind
 from editspec.reference.snapshots._snapshots import SnapshotStore
 from editspec.reference.text._memo import ContentMemo
+from editspec.reference.tools import _edit, _notebook, _read, _write
+from editspec.reference.transactions import _recovery
 
 
 class Workspace:
@@ -132,9 +139,7 @@ class Workspace:
 
     def recover(self) -> RecoveryReport:
         """Finish or roll back every interrupted transaction. Spec: RECOV-*."""
-        from editspec.reference.transactions._recovery import recover
-
-        report = recover(self)
+        report = _recovery.recover(self)
         self._needs_recovery = None
         return report
 
@@ -160,9 +165,7 @@ class Session:
         encoding: str = "auto",
     ) -> ReadResult:
         """Read a file or a range of it. Spec: READ-*."""
-        from editspec.reference.tools._read import read
-
-        return read(
+        return _read.read(
             self,
             path,
             start_line=start_line,
@@ -181,10 +184,10 @@ class Session:
         message_id: str | None = None,
     ) -> WriteResult:
         """Create or replace a whole file atomically. Spec: WRITE-*."""
-        from editspec.reference.tools._write import write
-
         self.workspace.before_change()
-        return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
+        return _write.write(
+            self, path, content, expected_sha256=expected_sha256, message_id=message_id
+        )
 
     def edit(
         self,
@@ -195,10 +198,8 @@ class Session:
         message_id: str | None = None,
     ) -> EditResult:
         """Apply string replacements, all or nothing. Spec: EDIT-*."""
-        from editspec.reference.tools._edit import edit
-
         self.workspace.before_change()
-        return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
+        return _edit.edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
 
     def edit_notebook(
         self,
@@ -213,10 +214,8 @@ class Session:
         message_id: str | None = None,
     ) -> NotebookResult:
         """Replace, insert or delete one cell of a .ipynb notebook. Spec: NB-*."""
-        from editspec.reference.tools._notebook import edit_notebook
-
         self.workspace.before_change()
-        return edit_notebook(
+        return _notebook.edit_notebook(
             self,
             path,
             cell_id=cell_id,
@@ -230,18 +229,14 @@ class Session:
 
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
-        from editspec.reference.patch._patch import apply_patch
-
         self.workspace.before_change()
-        return apply_patch(self, patch, message_id=message_id)
+        return _patch.apply_patch(self, patch, message_id=message_id)
 
     def glob(
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
         """Find files by glob pattern under gitignore rules. Spec: GLOB-*."""
-        from editspec.reference.search._search import glob
-
-        return glob(self, pattern, path=path, max_results=max_results)
+        return _glob.glob(self, pattern, path=path, max_results=max_results)
 
     def grep(
         self,
@@ -255,9 +250,7 @@ class Session:
         cancel: threading.Event | None = None,
     ) -> GrepResult:
         """Search file contents with a Python regular expression. Spec: GREP-*."""
-        from editspec.reference.search._search import grep
-
-        return grep(
+        return _search.grep(
             self,
             pattern,
             path=path,
@@ -278,9 +271,7 @@ class Session:
         max_entries: int | None = None,
     ) -> ListResult:
         """List a directory with typed entries and cursor paging. Spec: LIST-*."""
-        from editspec.reference.search._listing import list_directory
-
-        return list_directory(
+        return _listing.list_directory(
             self,
             path,
             depth=depth,
@@ -291,13 +282,9 @@ class Session:
 
     def why_ignored(self, path: str) -> IgnoreExplanation:
         """Explain which ignore rule, if any, excludes ``path`` from search. Spec: GLOB-*."""
-        from editspec.reference.search._search import why_ignored
-
-        return why_ignored(self, path)
+        return _search.why_ignored(self, path)
 
     def rewind(self, message_id: str) -> RewindResult:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
-        from editspec.reference.snapshots._rewind import rewind
-
         self.workspace.before_change()
-        return rewind(self, message_id)
+        return _rewind.rewind(self, message_id)

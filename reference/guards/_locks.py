@@ -23,7 +23,7 @@ from editspec.reference._errors import from_oserror
 from editspec.reference._fs import makedirs
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Workspace
+    from editspec.reference._base import WorkspaceBase
 
 
 class _SharedExclusive:
@@ -63,7 +63,7 @@ class _SharedExclusive:
 class LockTable:
     """Per-key locks of one workspace (in-process and cross-process)."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: WorkspaceBase) -> None:
         self._workspace = workspace
         self._table_lock = threading.Lock()
         self._key_locks: dict[str, threading.RLock] = {}

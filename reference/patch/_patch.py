@@ -54,15 +54,18 @@ from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._results import FileChange, PatchResult
-from editspec.reference.snapshots._snapshots import SnapshotEntry
+from editspec.reference.patch import _patch_parse, _patch_plan
+from editspec.reference.patch._patch_model import FileOp
+from editspec.reference.snapshots._records import SnapshotEntry
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
+from editspec.reference.transactions import _transaction
+from editspec.reference.transactions._plan import PlannedChange
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Session, Workspace
-    from editspec.reference.patch._patch_parse import FileOp
+    from editspec.reference._context import SessionContext, WorkspaceContext
     from editspec.reference.paths._paths import WorkspacePath
-    from editspec.reference.transactions._transaction import PlannedChange
+    from editspec.reference.transactions._plan import PlannedChange
 
 NOTEBOOK_SUFFIX = ".ipynb"
 
@@ -84,11 +87,10 @@ class _Planned:
     executable: bool | None = None  # git's mode for the result (None: the mode is kept)
 
 
-def apply_patch(session: Session, patch: str, *, message_id: str | None = None) -> PatchResult:
+def apply_patch(
+    session: SessionContext, patch: str, *, message_id: str | None = None
+) -> PatchResult:
     """Apply a multi-file patch, all or nothing. Spec: PATCH-*, TXN-*, SNAP-*."""
-    from editspec.reference.patch._patch_parse import parse_patch
-    from editspec.reference.transactions._transaction import commit
-
     workspace = session.workspace
     if not isinstance(patch, str):
         raise ToolError(_errors.INVALID_ARGUMENT, "patch must be a string")
@@ -99,7 +101,7 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
         # Text with a lone surrogate is not a patch anyone wrote: refused before parsing
         # (a longer one is TOO_LARGE from the parser, before anything scans it).
         check_text("patch", patch, empty=True, nul=True)
-    parsed = parse_patch(patch, workspace.limits)
+    parsed = _patch_parse.parse_patch(patch, workspace.limits)
     planned = plan(session, parsed.ops)
     changes = [_planned_change(item) for item in planned]
     snapshot_created = False
@@ -122,7 +124,9 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
             # keeps the journal and recovery confirms the snapshot (RECOV-*).
             workspace.snapshots.confirm_transaction(txn_id)
 
-    txn_id = commit(workspace, changes, on_prepared=on_prepared, on_committed=on_committed)
+    txn_id = _transaction.commit(
+        workspace, changes, on_prepared=on_prepared, on_committed=on_committed
+    )
     return PatchResult(
         changes=tuple(
             FileChange(
@@ -144,7 +148,7 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
 # -- the plan ------------------------------------------------------------------------
 
 
-def plan(session: Session, ops: Sequence[FileOp]) -> list[_Planned]:
+def plan(session: SessionContext, ops: Sequence[FileOp]) -> list[_Planned]:
     """Every file operation computed in memory; raises before any disk change. Spec: PATCH-*."""
     workspace = session.workspace
     resolved: list[tuple[FileOp, WorkspacePath, WorkspacePath | None]] = []
@@ -173,7 +177,7 @@ def plan(session: Session, ops: Sequence[FileOp]) -> list[_Planned]:
 
 
 def _plan_one(
-    session: Session, op: FileOp, source: WorkspacePath, dest: WorkspacePath | None
+    session: SessionContext, op: FileOp, source: WorkspacePath, dest: WorkspacePath | None
 ) -> _Planned:
     workspace = session.workspace
     display = source.logical_relative
@@ -266,7 +270,7 @@ def _plan_one(
 
 
 def _plan_copy(
-    session: Session, op: FileOp, source: WorkspacePath, dest: WorkspacePath
+    session: SessionContext, op: FileOp, source: WorkspacePath, dest: WorkspacePath
 ) -> _Planned:
     """git's copy: a new file from the source's bytes, as they are before the patch.
 
@@ -308,8 +312,6 @@ def _plan_copy(
 def _apply_hunks(
     op: FileOp, old_bytes: bytes, display: str, display_to: str | None
 ) -> tuple[bytes, str, tuple[str, ...]]:
-    from editspec.reference.patch._patch_plan import apply_hunks
-
     for name in (display, display_to):
         if name is not None and name.lower().endswith(NOTEBOOK_SUFFIX):
             raise ToolError(
@@ -328,7 +330,7 @@ def _apply_hunks(
         # git's first line starts with the BOM's bytes: here the BOM is the text's to keep
         # or drop. A diff that never names it (written by hand) leaves it as it is.
         text, like = "\ufeff" + text, attrs.evolve(decoded, bom=False)
-    new_text, warnings = apply_hunks(text, op.hunks, path=display)
+    new_text, warnings = _patch_plan.apply_hunks(text, op.hunks, path=display)
     new_bytes = _text.encode(new_text, like)
     diff = unified_diff(display, text, new_text)
     return new_bytes, diff, tuple(warnings)
@@ -340,7 +342,7 @@ def _mentions_bom(op: FileOp) -> bool:
     )
 
 
-def _lstat(workspace: Workspace, real: str) -> os.stat_result | None:
+def _lstat(workspace: WorkspaceContext, real: str) -> os.stat_result | None:
     try:
         return workspace.fs.lstat(real)
     except (FileNotFoundError, NotADirectoryError):
@@ -350,7 +352,7 @@ def _lstat(workspace: Workspace, real: str) -> os.stat_result | None:
 
 
 def _read_existing(
-    session: Session, path: WorkspacePath, display: str, *, fresh: bool = True
+    session: SessionContext, path: WorkspacePath, display: str, *, fresh: bool = True
 ) -> tuple[bytes, int]:
     """The bytes and mode of a file the patch changes; it must be fresh in this session
     (``fresh``; a copy's source is only read)."""
@@ -377,7 +379,7 @@ def _read_existing(
     return data, stat.S_IMODE(status.st_mode)
 
 
-def _refuse_symlink(workspace: Workspace, path: WorkspacePath, display: str) -> None:
+def _refuse_symlink(workspace: WorkspaceContext, path: WorkspacePath, display: str) -> None:
     """Delete and move act on the canonical file; through a link that would surprise."""
     if not path.crossed_link:
         return
@@ -394,7 +396,7 @@ def _refuse_symlink(workspace: Workspace, path: WorkspacePath, display: str) -> 
         )
 
 
-def _check_size(workspace: Workspace, display: str, size: int) -> None:
+def _check_size(workspace: WorkspaceContext, display: str, size: int) -> None:
     limit = workspace.limits.edit_file_bytes
     if size > limit:
         raise ToolError(
@@ -410,8 +412,6 @@ def _check_size(workspace: Workspace, display: str, size: int) -> None:
 
 
 def _planned_change(item: _Planned) -> PlannedChange:
-    from editspec.reference.transactions._transaction import PlannedChange
-
     return PlannedChange(
         op=item.op,
         target=item.source,
@@ -458,7 +458,7 @@ def _snapshot_entries(planned: Sequence[_Planned]) -> list[SnapshotEntry]:
     return entries
 
 
-def _update_access(session: Session, planned: Sequence[_Planned]) -> None:
+def _update_access(session: SessionContext, planned: Sequence[_Planned]) -> None:
     """Written files count as read at their new hash; removed names are forgotten. TRACK-*."""
     workspace = session.workspace
     for item in planned:

@@ -38,15 +38,22 @@ from collections.abc import Sequence
 
 import attrs
 
-from editspec.reference._errors import INVALID_ARGUMENT, PATCH_SYNTAX, TOO_LARGE, ToolError
+from editspec.reference._errors import INVALID_ARGUMENT, TOO_LARGE, ToolError
 from editspec.reference._limits import Limits
-
-ADD = "add"
-DELETE = "delete"
-UPDATE = "update"
-COPY = "copy"
-CODEX = "codex"
-UNIFIED = "unified"
+from editspec.reference.patch import _patch_unified
+from editspec.reference.patch._patch_model import (
+    ADD,
+    CODEX,
+    COPY,
+    DELETE,
+    UNIFIED,
+    UPDATE,
+    Budget,
+    FileOp,
+    Hunk,
+    ParsedPatch,
+    syntax_error,
+)
 
 _BEGIN = "*** Begin Patch"
 _END = "*** End Patch"
@@ -58,49 +65,6 @@ _END_OF_FILE = "*** End of File"
 _FILE_MARKERS = f"'{_ADD_FILE} ', '{_DELETE_FILE} ', '{_UPDATE_FILE} '"
 
 _RANGE_HEADER = re.compile(r"-(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@(.*)\Z", re.DOTALL)
-
-
-@attrs.frozen(kw_only=True)
-class Hunk:
-    """One hunk: where to look (headers, line hint) and its ``(kind, text)`` lines."""
-
-    headers: tuple[str, ...]
-    lines: tuple[tuple[str, str], ...]
-    end_of_file: bool
-    old_start: int | None
-    source_line: int
-    # Unified "\ No newline at end of file" after the old side's / the new side's last line.
-    old_missing_newline: bool = False
-    new_missing_newline: bool = False
-    # Unified diffs: each line is the file's bytes (a CR before the break is content) and
-    # ends with LF unless a marker says otherwise. Codex: lines take the file's newline.
-    exact_newlines: bool = False
-
-
-@attrs.frozen(kw_only=True)
-class FileOp:
-    """One file operation of a patch, in patch order.
-
-    ``copy`` (git's ``copy from``/``copy to``) reads ``path`` and adds ``move_to``;
-    ``executable``: the git mode the diff gives the resulting file (True for 100755, False
-    for 100644), None when it says nothing.
-    """
-
-    op: str
-    path: str
-    move_to: str | None
-    content: str | None
-    hunks: tuple[Hunk, ...]
-    source_line: int
-    executable: bool | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ParsedPatch:
-    """A parsed patch: its input format and its file operations."""
-
-    format: str
-    ops: tuple[FileOp, ...]
 
 
 def parse_patch(text: str, limits: Limits) -> ParsedPatch:
@@ -121,15 +85,13 @@ def parse_patch(text: str, limits: Limits) -> ParsedPatch:
             first + 1, f"'{_BEGIN}'", "the patch does not start with the begin marker"
         )
     else:
-        from editspec.reference.patch._patch_unified import parse_unified
-
         # A unified diff's lines are the file's bytes: a CR before the line break is
         # content, unless every line of the text ends in CRLF (a transport artifact: the
         # CRs go, and the hunks carry no line ends of their own, as in the Codex format).
         transport = crlf_transport(text)
         # A naive conversion turns a CRLF line into "\r\r\n": every CR before the break goes.
         content = [line.rstrip("\r") for line in raw] if transport else raw
-        ops = parse_unified(lines, content, budget, first, exact=not transport)
+        ops = _patch_unified.parse_unified(lines, content, budget, first, exact=not transport)
         fmt = UNIFIED
     if not ops:
         raise syntax_error(first + 1, "at least one file operation", "the patch changes no file")
@@ -151,13 +113,6 @@ def crlf_transport(text: str) -> bool:
     """
     breaks = text.count("\n")
     return breaks > 0 and text.count("\r\n") == breaks
-
-
-def syntax_error(line: int, expected: str, problem: str) -> ToolError:
-    """PATCH_SYNTAX naming the 1-based patch line and what was expected there."""
-    return ToolError(
-        PATCH_SYNTAX, f"line {line}: {problem}; expected {expected}", line=line, expected=expected
-    )
 
 
 def _check_size(text: str, limits: Limits) -> None:
@@ -182,37 +137,6 @@ def _check_size(text: str, limits: Limits) -> None:
             maximum=limits.patch_lines,
             actual=count,
         )
-
-
-@attrs.define
-class Budget:
-    """Counts files and hunks as the parser meets them; the first excess fails."""
-
-    limits: Limits
-    files: int = 0
-    hunks: int = 0
-
-    def add_file(self, line: int) -> None:
-        self.files += 1
-        if self.files > self.limits.patch_files:
-            raise ToolError(
-                TOO_LARGE,
-                f"line {line}: more than {self.limits.patch_files} file operations",
-                limit="patch_files",
-                maximum=self.limits.patch_files,
-                line=line,
-            )
-
-    def add_hunk(self, line: int) -> None:
-        self.hunks += 1
-        if self.hunks > self.limits.patch_hunks:
-            raise ToolError(
-                TOO_LARGE,
-                f"line {line}: more than {self.limits.patch_hunks} hunks",
-                limit="patch_hunks",
-                maximum=self.limits.patch_hunks,
-                line=line,
-            )
 
 
 def _check_unique_paths(ops: Sequence[FileOp]) -> None:

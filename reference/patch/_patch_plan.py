@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from editspec.reference._errors import AMBIGUOUS, NO_MATCH, ToolError
-from editspec.reference.patch._patch_parse import Hunk
+from editspec.reference.patch._patch_model import Hunk
 
 _PUNCTUATION = str.maketrans(
     {

@@ -22,13 +22,12 @@ UNSUPPORTED, for the whole patch. A copy is ``COPY``: its source is read, not ch
 
 from __future__ import annotations
 
-import datetime
 import re
 
 import attrs
 
 from editspec.reference._errors import UNSUPPORTED, ToolError
-from editspec.reference.patch._patch_parse import (
+from editspec.reference.patch._patch_model import (
     ADD,
     COPY,
     DELETE,
@@ -38,13 +37,14 @@ from editspec.reference.patch._patch_parse import (
     Hunk,
     syntax_error,
 )
-
-_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_TIMESTAMP = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?: ([+-])(\d\d)(\d\d))?"
+from editspec.reference.patch._unified_names import (
+    at_epoch,
+    executable_mode,
+    git_names,
+    strip_traditional,
+    unquote,
 )
-_OCTAL = re.compile(r"[0-3][0-7][0-7]")
+
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)\Z", re.DOTALL)
 
 
@@ -121,14 +121,14 @@ class _UnifiedParser:
             line = lines[j]
             if line.startswith(_MODE_LINES):
                 keyword, _, mode = line.rpartition(" ")
-                kind = _executable(mode, j, lines[i])
+                kind = executable_mode(mode, j, lines[i])
                 new_file = new_file or keyword == "new file mode"
                 deleted = deleted or keyword == "deleted file mode"
                 if keyword in ("new file mode", "new mode"):
                     executable = kind
             elif line.startswith(_NAME_LINES):
                 verb, side, raw = line.split(" ", 2)
-                named[f"{verb} {side}"] = _unquote(raw, j)
+                named[f"{verb} {side}"] = unquote(raw, j)
             elif line.startswith(_BINARY_MARKERS):
                 raise ToolError(
                     UNSUPPORTED,
@@ -150,13 +150,13 @@ class _UnifiedParser:
                 raise syntax_error(
                     j + 1, "a hunk header '@@ -start,count +start,count @@'", "no hunk"
                 )
-            old, new = _git_names(header, i, (old, new), needed=False)
+            old, new = git_names(header, i, (old, new), needed=False)
         elif j < len(lines) and lines[j].startswith("--- "):
             raise syntax_error(
                 j + 2, "a '+++ ' line after the '--- ' line", "incomplete file header"
             )
         else:
-            old, new = _git_names(header, i, None, needed=not named)
+            old, new = git_names(header, i, None, needed=not named)
         copied = "copy from" in named or "copy to" in named
         verb = "copy" if copied else "rename"
         if named and not {f"{verb} from", f"{verb} to"} <= set(named):
@@ -183,16 +183,16 @@ class _UnifiedParser:
 
     def _traditional_file(self, i: int) -> tuple[FileOp, int]:
         self.budget.add_file(i + 1)
-        old, new = _strip_traditional(*self._names(i))
+        old, new = strip_traditional(*self._names(i))
         hunks, j = self._hunks(i + 2)
         if not hunks:
             raise syntax_error(j + 1, "a hunk header '@@ -start,count +start,count @@'", "no hunk")
         # diff -N names an absent file with a timestamp at the epoch and an empty range.
-        if old is not None and _at_epoch(self.lines[i]) and all(_old_count(h) == 0 for h in hunks):
+        if old is not None and at_epoch(self.lines[i]) and all(_old_count(h) == 0 for h in hunks):
             old = None
         if (
             new is not None
-            and _at_epoch(self.lines[i + 1])
+            and at_epoch(self.lines[i + 1])
             and all(_new_count(h) == 0 for h in hunks)
         ):
             new = None
@@ -205,7 +205,7 @@ class _UnifiedParser:
         for j in (i, i + 1):
             raw = self.lines[j][4:]
             if raw.startswith('"'):
-                name = _unquote(raw, j)
+                name = unquote(raw, j)
             elif "\t" in raw:  # a timestamp follows, or git's tab after a name with spaces
                 name = raw.split("\t", 1)[0]
             else:
@@ -352,166 +352,3 @@ def _file_op(old: str | None, new: str | None, hunks: list[Hunk], i: int) -> Fil
     return FileOp(
         op=UPDATE, path=old, move_to=move_to, content=None, hunks=tuple(hunks), source_line=line
     )
-
-
-def _strip_prefix(name: str | None, prefix: str) -> str | None:
-    if name is not None and name.startswith(prefix) and len(name) > len(prefix):
-        return name[len(prefix) :]
-    return name
-
-
-def _strip_traditional(old: str | None, new: str | None) -> tuple[str | None, str | None]:
-    """Drop the directory prefixes of ``diff -ru a/ b/``-style names."""
-    if old is None or new is None:
-        return _strip_prefix(old, "a/"), _strip_prefix(new, "b/")
-    if old.startswith("a/") and new.startswith("b/"):
-        return old[2:], new[2:]
-    old_head, _, old_rest = old.partition("/")
-    new_head, _, new_rest = new.partition("/")
-    if old_rest and old_rest == new_rest and old_head != new_head:
-        return old_rest, new_rest
-    return old, new
-
-
-def _git_names(
-    header: str,
-    i: int,
-    sides: tuple[str | None, str | None] | None,
-    *,
-    needed: bool,
-) -> tuple[str | None, str | None]:
-    """The names of a git diff's file with git's prefixes dropped.
-
-    ``sides``: the '---'/'+++' names (None for /dev/null), or None when the diff has no
-    such lines. The prefixes are what the ``diff --git`` line puts before the one path
-    both of its names share: ``a/`` and ``b/``, none (``--no-prefix``) or custom ones
-    (``--src-prefix``/``--dst-prefix``). When its names differ (a rename or copy, whose
-    'rename from'/'copy to' lines the caller prefers; ``git diff --no-index`` of two
-    files), ``a/`` and ``b/`` are dropped if they are there.
-    """
-    try:
-        head: tuple[str, str] | None = _git_header_names(header, i)
-    except ToolError:
-        if needed:
-            raise
-        head = None
-    prefixes = _prefixes(*head) if head is not None else None
-    old_prefix, new_prefix = prefixes if prefixes is not None else ("a/", "b/")
-    if sides is None:
-        if head is None:
-            return None, None
-        sides = head
-    return _strip_prefix(sides[0], old_prefix), _strip_prefix(sides[1], new_prefix)
-
-
-def _prefixes(old: str, new: str) -> tuple[str, str] | None:
-    """The shortest leading components that make ``old`` and ``new`` the same path."""
-    for count in range(min(old.count("/"), new.count("/")) + 1):
-        old_rest, new_rest = _drop_components(old, count), _drop_components(new, count)
-        if old_rest == new_rest and old_rest:
-            return old[: len(old) - len(old_rest)], new[: len(new) - len(new_rest)]
-    return None
-
-
-def _drop_components(name: str, count: int) -> str:
-    for _ in range(count):
-        name = name.partition("/")[2]
-    return name
-
-
-def _executable(mode: str, j: int, header: str) -> bool:
-    """Whether a git mode is an executable file; other kinds of entry are UNSUPPORTED."""
-    if not re.fullmatch(r"[0-7]{6}", mode):
-        raise syntax_error(j + 1, "an octal git mode such as 100644", f"bad mode {mode!r}")
-    value = int(mode, 8)
-    if value >> 12 != 0o10:  # 120000: a symbolic link, 160000: a submodule
-        kind = {0o12: "a symbolic link", 0o16: "a submodule (gitlink)"}.get(
-            value >> 12, "not a regular file"
-        )
-        raise ToolError(
-            UNSUPPORTED,
-            f"line {j + 1}: {header[len('diff --git ') :]}: mode {mode} is {kind}; only "
-            "regular files are patched; nothing was changed",
-            line=j + 1,
-            mode=mode,
-        )
-    return bool(value & 0o100)
-
-
-def _git_header_names(rest: str, i: int) -> tuple[str, str]:
-    """Both names of a ``diff --git`` line, needed only when no '---'/'+++' lines follow."""
-    if rest.startswith('"'):
-        end = _closing_quote(rest, i)
-        old, tail = _unquote(rest[: end + 1], i), rest[end + 1 :].lstrip(" ")
-        new = _unquote(tail, i) if tail.startswith('"') else tail
-        if new:
-            return old, new
-    else:
-        # Without quotes a name may contain spaces: both names are equal but for prefixes
-        # of one length (a/ and b/, none, or custom ones).
-        middle = len(rest) // 2
-        if rest[middle : middle + 1] == " " and _prefixes(rest[:middle], rest[middle + 1 :]):
-            return rest[:middle], rest[middle + 1 :]
-        if ' "' in rest:
-            cut = rest.index(' "')
-            return rest[:cut], _unquote(rest[cut + 1 :], i)
-        if " b/" in rest:
-            cut = rest.index(" b/")
-            return rest[:cut], rest[cut + 1 :]
-    raise syntax_error(i + 1, "'diff --git a/<path> b/<path>'", "cannot read the file names")
-
-
-def _closing_quote(text: str, i: int) -> int:
-    k = 1
-    while k < len(text):
-        if text[k] == "\\":
-            k += 2
-        elif text[k] == '"':
-            return k
-        else:
-            k += 1
-    raise syntax_error(i + 1, "a closing '\"' in the quoted file name", "unterminated name")
-
-
-def _unquote(raw: str, i: int) -> str:
-    """Decode a name git quoted C-style (``"a/t\\303\\251st"``); others pass unchanged."""
-    if not raw.startswith('"'):
-        return raw
-    end = _closing_quote(raw, i)
-    body, out, k = raw[1:end], bytearray(), 0
-    while k < len(body):
-        char = body[k]
-        if char != "\\":
-            out += char.encode("utf-8", "surrogatepass")
-            k += 1
-        elif _OCTAL.fullmatch(body[k + 1 : k + 4]):
-            out.append(int(body[k + 1 : k + 4], 8))
-            k += 4
-        elif body[k + 1 : k + 2] in _C_ESCAPES:
-            out.append(_C_ESCAPES[body[k + 1]])
-            k += 2
-        else:
-            raise syntax_error(i + 1, "a C escape in the quoted name", "a bad escape")
-    try:
-        return out.decode("utf-8")
-    except UnicodeDecodeError:
-        raise syntax_error(i + 1, "a UTF-8 file name", "an undecodable quoted name") from None
-
-
-def _at_epoch(header: str) -> bool:
-    """Whether a '---'/'+++' line carries the epoch timestamp ``diff -N`` gives absent files."""
-    _, tab, stamp = header.partition("\t")
-    found = _TIMESTAMP.match(stamp.strip()) if tab else None
-    if found is None:
-        return False
-    year, month, day, hour, minute, second = (int(found.group(n)) for n in range(1, 7))
-    sign, off_hours, off_minutes = found.group(7), found.group(8), found.group(9)
-    offset = 0
-    if sign is not None:
-        offset = (int(off_hours) * 60 + int(off_minutes)) * (1 if sign == "+" else -1)
-    try:
-        zone = datetime.timezone(datetime.timedelta(minutes=offset))
-        moment = datetime.datetime(year, month, day, hour, minute, second, tzinfo=zone)
-    except ValueError:
-        return False
-    return moment == _EPOCH

@@ -33,8 +33,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import unicodedata
-import weakref
 from typing import TYPE_CHECKING
 
 import attrs
@@ -42,10 +40,10 @@ import attrs
 from editspec.reference import _errors
 from editspec.reference._arguments import excerpt
 from editspec.reference._errors import ToolError
+from editspec.reference.paths._folding import folds_case, identity, same_name
 
 if TYPE_CHECKING:
-    from editspec.reference._fs import FileSystem
-    from editspec.reference._workspace import Workspace
+    from editspec.reference._base import WorkspaceBase
 
 MAX_LINK_HOPS = 40  # Linux's MAXSYMLINKS
 
@@ -115,10 +113,6 @@ def _relative_to(path: str, root: str) -> str:
     return relative.replace(os.sep, "/")
 
 
-def _identity(st: os.stat_result) -> tuple[int, int]:
-    return (st.st_dev, st.st_ino)
-
-
 def _kind(st: os.stat_result) -> str:
     if stat.S_ISREG(st.st_mode):
         return FILE
@@ -186,7 +180,7 @@ def _too_long(requested: str, message: str, **details: object) -> ToolError:
     )
 
 
-def check_path_bounds(workspace: Workspace, requested: str, logical: str) -> None:
+def check_path_bounds(workspace: WorkspaceBase, requested: str, logical: str) -> None:
     """INVALID_ARGUMENT for a path longer or deeper than the limits (before any lookup)."""
     limits = workspace.limits
     path_max, name_max = _file_system_ceilings(workspace.root)
@@ -234,58 +228,13 @@ def _outside(requested: str, reason: str) -> ToolError:
     )
 
 
-# -- case and normalization folding, detected per workspace ---------------------------
-
-_FOLDING: weakref.WeakKeyDictionary[Workspace, bool] = weakref.WeakKeyDictionary()
-
-
-def _detect_case_folding(fs: FileSystem, root: str) -> bool | None:
-    """Does the root's file system fold case? None when nothing there can tell."""
-    root_st = fs.lstat(root)
-    probes: list[tuple[str, os.stat_result]] = []
-    try:
-        for name in sorted(fs.listdir(root))[:64]:
-            if name.swapcase() != name:
-                probes.append((os.path.join(root, name), fs.lstat(os.path.join(root, name))))
-                break
-    except OSError:
-        pass
-    if not probes and os.path.basename(root).swapcase() != os.path.basename(root):
-        probes.append((root, root_st))
-    for path, st in probes:
-        directory, name = os.path.split(path)
-        try:
-            other = fs.lstat(os.path.join(directory, name.swapcase()))
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return None
-        return _identity(other) == _identity(st)
-    return None
-
-
-def _folds_case(workspace: Workspace) -> bool:
-    known = _FOLDING.get(workspace)
-    if known is not None:
-        return known
-    detected = _detect_case_folding(workspace.fs, workspace.root)
-    if detected is None:
-        return True  # cannot tell yet: look names up in listings (correct, slower)
-    _FOLDING[workspace] = detected
-    return detected
-
-
-def _same_name(a: str, b: str) -> bool:
-    return unicodedata.normalize("NFC", a).casefold() == unicodedata.normalize("NFC", b).casefold()
-
-
 # -- the walk --------------------------------------------------------------------------
 
 
 class _Resolver:
     """One resolution: the component walk and its bookkeeping."""
 
-    def __init__(self, workspace: Workspace, requested: str) -> None:
+    def __init__(self, workspace: WorkspaceBase, requested: str) -> None:
         self.fs = workspace.fs
         self.root = workspace.root
         self.requested = requested
@@ -295,7 +244,7 @@ class _Resolver:
         self.listings: dict[str, list[str]] = {}
         self.check_case: bool | None = None
         try:
-            self.root_id = _identity(self.fs.lstat(self.root))
+            self.root_id = identity(self.fs.lstat(self.root))
         except OSError as exc:
             raise _errors.from_oserror(exc, self.root, action="open workspace root") from exc
         self.ancestor_ids: set[tuple[int, int]] | None = None
@@ -305,7 +254,7 @@ class _Resolver:
     def stored_name(self, directory: str, name: str, st: os.stat_result) -> str:
         if name.isascii():
             if self.check_case is None:
-                self.check_case = _folds_case(self.workspace)
+                self.check_case = folds_case(self.workspace)
             if not self.check_case:
                 return name
         names = self.listings.get(directory)
@@ -318,10 +267,10 @@ class _Resolver:
         if name in names:
             return name
         for entry in names:
-            if not _same_name(entry, name):
+            if not same_name(entry, name):
                 continue
             try:
-                if _identity(self.fs.lstat(os.path.join(directory, entry))) == _identity(st):
+                if identity(self.fs.lstat(os.path.join(directory, entry))) == identity(st):
                     return entry
             except OSError:
                 continue
@@ -336,9 +285,9 @@ class _Resolver:
                 if parent == current:
                     break
                 with contextlib.suppress(OSError):
-                    self.ancestor_ids.add(_identity(self.fs.lstat(parent)))
+                    self.ancestor_ids.add(identity(self.fs.lstat(parent)))
                 current = parent
-        return _identity(st) in self.ancestor_ids
+        return identity(st) in self.ancestor_ids
 
     def follow(self, link: str, inside: bool) -> list[str]:
         """Count a hop and return the link's target components (in order)."""
@@ -388,7 +337,7 @@ class _Resolver:
                 if inside:
                     if not is_within(current, self.root):
                         raise _outside(self.requested, "a symlink leads out of the workspace")
-                elif _identity(current_st) == self.root_id:
+                elif identity(current_st) == self.root_id:
                     inside, current = True, self.root
                     logical_base, logical_start = current, consumed
                 elif is_within(current, self.root):
@@ -427,7 +376,7 @@ class _Resolver:
             if inside and is_within(current, self.root):
                 name = self.stored_name(current, name, st)
             current, current_st = os.path.join(current, name), st
-            if _identity(st) == self.root_id:
+            if identity(st) == self.root_id:
                 current = self.root  # one spelling of the root, whatever alias led here
         if not inside:
             raise _outside(self.requested, "not under the workspace root")
@@ -492,7 +441,7 @@ class _Resolver:
         )
 
 
-def check_request(workspace: Workspace, path: object) -> tuple[str, str]:
+def check_request(workspace: WorkspaceBase, path: object) -> tuple[str, str]:
     """The checks of a user path that need no lookup: ``(requested, logical)``.
 
     INVALID_ARGUMENT for a non-string, an empty path, NUL, a string the file system
@@ -509,7 +458,7 @@ def check_request(workspace: Workspace, path: object) -> tuple[str, str]:
     return requested, logical
 
 
-def resolve(workspace: Workspace, path: str | os.PathLike[str]) -> WorkspacePath:
+def resolve(workspace: WorkspaceBase, path: str | os.PathLike[str]) -> WorkspacePath:
     """Confine ``path`` to the workspace and resolve it to its canonical real path.
 
     Raises INVALID_ARGUMENT (empty, NUL byte, a lone surrogate, longer than PATH_MAX or

@@ -23,18 +23,14 @@ path looks like. What a remote session does (DESIGN §2 profile Remote, REMOTE-*
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import ntpath
 import os
 import posixpath
 import re
 import socket
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
@@ -49,11 +45,22 @@ from editspec.reference._results import (
     WriteResult,
 )
 from editspec.reference.guards._access import AccessTracker
+from editspec.reference.patch import _patch_parse, _patch_plan
 from editspec.reference.remote._fileservice import FileService
 from editspec.reference.remote._remote_commit import RemoteChange, publish, read_or_none
+from editspec.reference.remote._remote_paths import (
+    KeyLocks,
+    RemotePath,
+    client_bytes,
+    content_text,
+    resolve_remote,
+    text_sha256,
+    utf8_size,
+)
 from editspec.reference.text._diff import unified_diff
-from editspec.reference.text._text import UTF8, DecodedText, decode, newline_style
+from editspec.reference.text._text import UTF8, DecodedText, newline_style
 from editspec.reference.tools import _edit_text, _ranges
+from editspec.reference.tools._write import check_expected_sha256, check_message_id
 
 if TYPE_CHECKING:
     from editspec.reference.remote._acp import AcpChannel
@@ -64,46 +71,6 @@ NO_SNAPSHOT_WARNING = (
     "not available for it"
 )
 _WINDOWS_ROOT = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
-
-
-def text_sha256(text: str) -> str:
-    """The hash of a remote file: sha256 of its text's UTF-8 bytes. Spec: REMOTE-*."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@attrs.frozen(kw_only=True)
-class RemotePath:
-    """A path confined to the remote root (lexically)."""
-
-    requested: str
-    absolute: str  # what the service is asked for; also the canonical key
-    relative: str  # "/"-separated, relative to the root: what results report
-
-    @property
-    def canonical_key(self) -> str:
-        return self.absolute
-
-    @property
-    def logical_relative(self) -> str:
-        return self.relative
-
-
-class _KeyLocks:
-    """One in-process lock per canonical key, taken in sorted order (LOCK-*)."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.RLock] = {}
-
-    @contextlib.contextmanager
-    def hold(self, keys: Iterable[str]) -> Iterator[None]:
-        ordered = sorted(set(keys))
-        with self._guard:
-            locks = [self._locks.setdefault(key, threading.RLock()) for key in ordered]
-        with contextlib.ExitStack() as stack:
-            for lock in locks:
-                stack.enter_context(lock)
-            yield
 
 
 class RemoteWorkspace:
@@ -130,7 +97,7 @@ class RemoteWorkspace:
         self.root: str = self._pathmod.normpath(root)
         self.limits = limits if limits is not None else Limits()
         self.access = AccessTracker()
-        self.locks = _KeyLocks()
+        self.locks = KeyLocks()
         self._channel = channel
 
     @classmethod
@@ -187,26 +154,7 @@ class RemoteWorkspace:
 
     def resolve(self, path: str | os.PathLike[str]) -> RemotePath:
         """Confine ``path`` to the root, lexically (the client owns links). Spec: REMOTE-*."""
-        if isinstance(path, os.PathLike):
-            path = os.fspath(path)
-        if not isinstance(path, str):
-            raise ToolError(_errors.INVALID_ARGUMENT, "path must be a string")
-        if "\0" in path:
-            raise ToolError(_errors.INVALID_ARGUMENT, "path contains a NUL byte", path=path)
-        if not path:
-            raise ToolError(_errors.INVALID_ARGUMENT, "path is empty")
-        pm = self._pathmod
-        joined = path if pm.isabs(path) else pm.join(self.root, path)
-        absolute = pm.normpath(joined)
-        if absolute == self.root or path.endswith(("/", pm.sep)):
-            raise ToolError(_errors.IS_A_DIRECTORY, f"{path} names a directory", path=path)
-        inside = self.root if self.root.endswith(pm.sep) else self.root + pm.sep
-        if not absolute.startswith(inside):
-            raise ToolError(
-                _errors.OUTSIDE_WORKSPACE, f"{path} is outside the workspace", path=path
-            )
-        relative = pm.relpath(absolute, self.root).replace("\\", "/")
-        return RemotePath(requested=path, absolute=absolute, relative=relative)
+        return resolve_remote(self._pathmod, self.root, path)
 
     def ensure_writable(self) -> None:
         """Nothing is journaled remotely, so nothing ever waits for recovery."""
@@ -261,7 +209,7 @@ class RemoteSession:
         workspace = self.workspace
         target = workspace.resolve(path)
         text = workspace.files.read_text(target.absolute)
-        data = _client_bytes(text, target)
+        data = client_bytes(text, target)
         digest = hashlib.sha256(data).hexdigest()
         decoded = DecodedText(text=text, encoding=UTF8, bom=False, newline=newline_style(text))
         limit = workspace.limits.read_max_bytes if request.budget is None else request.budget
@@ -283,9 +231,7 @@ class RemoteSession:
         message_id: str | None = None,
     ) -> WriteResult:
         """Create or replace a client file with text, read back and verified. Spec: REMOTE-*."""
-        from editspec.reference.tools._write import check_expected_sha256, check_message_id
-
-        text = _content_text(content)
+        text = content_text(content)
         expected = check_expected_sha256(expected_sha256)
         message = check_message_id(message_id)
         workspace = self.workspace
@@ -326,8 +272,6 @@ class RemoteSession:
         message_id: str | None = None,
     ) -> EditResult:
         """String replacements on a client file, all or nothing, verified. Spec: REMOTE-*."""
-        from editspec.reference.tools._write import check_expected_sha256, check_message_id
-
         specs = _edit_text.coerce_edits(edits)
         expected = check_expected_sha256(expected_sha256)
         message = check_message_id(message_id)
@@ -361,14 +305,14 @@ class RemoteSession:
         if old is not None:
             decoded = DecodedText(text=text, encoding=UTF8, bom=False, newline=newline_style(text))
         warnings = _edit_text.growth_warning(
-            workspace.limits, target.relative, _utf8_size(text), _utf8_size(edited.text)
+            workspace.limits, target.relative, utf8_size(text), utf8_size(edited.text)
         )
         return EditResult(
             path=target.relative,
             operation=_edit_text.OPERATION,
             old_sha256=old_sha,
             new_sha256=new_sha,
-            bytes_written=_utf8_size(edited.text),
+            bytes_written=utf8_size(edited.text),
             newline=_edit_text.newline_after(text, decoded, edited),
             diff=unified_diff(
                 target.relative,
@@ -387,15 +331,11 @@ class RemoteSession:
 
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Update-only patches, published with verified restore. Spec: REMOTE-*, PATCH-*."""
-        from editspec.reference.patch._patch_parse import parse_patch
-        from editspec.reference.patch._patch_plan import apply_hunks
-        from editspec.reference.tools._write import check_message_id
-
         workspace = self.workspace
         if not isinstance(patch, str):
             raise ToolError(_errors.INVALID_ARGUMENT, "patch must be a string")
         message = check_message_id(message_id)
-        parsed = parse_patch(patch, workspace.limits)
+        parsed = _patch_parse.parse_patch(patch, workspace.limits)
         targets: list[RemotePath] = []
         seen: dict[str, str] = {}
         for op in parsed.ops:
@@ -434,9 +374,11 @@ class RemoteSession:
                     )
                 _check_size(workspace, target.relative, old)
                 old_sha = self._require_fresh(target, old, None)
-                new_text, hunk_warnings = apply_hunks(old, op.hunks, path=target.relative)
+                new_text, hunk_warnings = _patch_plan.apply_hunks(
+                    old, op.hunks, path=target.relative
+                )
                 _check_size(workspace, target.relative, new_text)
-                total += _utf8_size(new_text)
+                total += utf8_size(new_text)
                 warnings.extend(hunk_warnings)
                 changes.append(
                     RemoteChange(
@@ -518,52 +460,12 @@ class RemoteSession:
     def _record_write(self, target: RemotePath, text: str) -> str:
         digest = text_sha256(text)
         self.workspace.access.record_write(
-            self.id, target.canonical_key, sha256=digest, size=_utf8_size(text), mtime_ns=0
+            self.id, target.canonical_key, sha256=digest, size=utf8_size(text), mtime_ns=0
         )
         return digest
 
 
 # -- helpers -------------------------------------------------------------------------
-
-
-def _utf8_size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _client_bytes(text: str, target: RemotePath) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ToolError(
-            _errors.IO_ERROR,
-            f"the client returned text for {target.relative} that is not valid Unicode "
-            f"(a lone surrogate at character {exc.start})",
-            path=target.relative,
-        ) from exc
-
-
-def _content_text(content: object) -> str:
-    """Text to write; bytes only when they are UTF-8 text (a client holds text, not bytes)."""
-    from editspec.reference.text._text import encode
-
-    if isinstance(content, (bytes, bytearray, memoryview)):
-        data = bytes(content)
-        decoded = decode(data)
-        if decoded is None or decoded.encoding != UTF8 or decoded.bom:
-            raise ToolError(
-                _errors.UNSUPPORTED,
-                "a remote workspace holds text only: binary content (or text that is not "
-                "UTF-8 without a BOM) cannot be written through the client",
-                size=len(data),
-            )
-        return decoded.text
-    if not isinstance(content, str):
-        raise ToolError(
-            _errors.INVALID_ARGUMENT,
-            f"content must be str or bytes, not {type(content).__name__}",
-        )
-    encode(content, None)  # a lone surrogate is INVALID_ARGUMENT before any call
-    return content
 
 
 def _refuse_notebook(shown: str) -> None:
@@ -577,4 +479,4 @@ def _refuse_notebook(shown: str) -> None:
 
 
 def _check_size(workspace: RemoteWorkspace, shown: str, text: str) -> None:
-    _edit_text.check_edit_size(workspace.limits, shown, _utf8_size(text), "is")
+    _edit_text.check_edit_size(workspace.limits, shown, utf8_size(text), "is")

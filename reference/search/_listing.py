@@ -34,7 +34,7 @@ from editspec.reference._results import ListEntry, ListResult
 from editspec.reference.paths._paths import is_within
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Session, Workspace
+    from editspec.reference._context import SessionContext, WorkspaceContext
 
 Key = tuple[tuple[int, str], ...]  # per level: (0 for a directory else 1, name)
 _CURSOR_VERSION = 1
@@ -97,7 +97,7 @@ def _kind(entry: os.DirEntry[str]) -> str:
 
 
 class _Lister:
-    def __init__(self, workspace: Workspace, include_hidden: bool, depth: int) -> None:
+    def __init__(self, workspace: WorkspaceContext, include_hidden: bool, depth: int) -> None:
         self.workspace = workspace
         self.fs = workspace.fs
         self.include_hidden = include_hidden
@@ -181,7 +181,7 @@ def _entry(
 
 
 def list_directory(
-    session: Session,
+    session: SessionContext,
     path: str = ".",
     *,
     depth: int = 1,

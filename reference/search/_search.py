@@ -1,24 +1,4 @@
-"""Glob, Grep and ``why_ignored`` (DESIGN §4 "Glob", "Grep").
-
-Glob. The pattern is a wildmatch pattern (``_wildmatch``) matched against each path
-relative to the search root, with these conventions of agent Glob tools:
-
-* ``*`` and ``?`` stay within one path segment; ``**`` as a whole segment spans any number
-  of them: ``**/*.py`` finds Python files at any depth, ``src/**`` everything below
-  ``src``. A pattern without ``**`` matches at its own depth only: ``*.md`` matches the
-  Markdown files *at the search root*, not below it.
-* ``{a,b}`` alternatives (``**/*.{ts,tsx}``); ``[...]`` classes; ``\\`` escapes.
-* A trailing ``/`` matches directories only (``src/*/``). ``*`` matches names that start
-  with a dot; ignored paths are never listed (``_ignore``).
-* ``..`` is rejected; a pattern that starts with the search root's absolute path is taken
-  relative to it, any other absolute pattern is rejected.
-* Symlinks are listed as files by their own path (git lists them so) and never entered,
-  whatever they point to; loops cannot hang the walk and nothing outside the root is
-  reached. Sockets, FIFOs and devices are not listed.
-* Results: files first, then directories, each newest first (``st_mtime_ns``, of the
-  entry itself), then by path; "/"-separated, relative to the workspace root. At
-  ``max_results`` the list is cut, ``truncated`` is True and ``total_matches`` is the
-  number returned.
+"""Grep and ``why_ignored`` (DESIGN §4 "Grep"); Glob is ``_glob``'s.
 
 Grep. See ``_grep_query`` for what a match is. Candidates are the regular files of the
 walk (symlinks are not followed, ignored paths skipped), filtered by ``include`` and by
@@ -38,7 +18,7 @@ pattern has required literals, the Python backend otherwise and whenever ripgrep
 Both return identical results: ripgrep searches the walk's candidate list, or walks the
 tree itself where its walk provably keeps the same files; see ``_grep_rg``.
 
-Speed: Glob stats only the entries it returns (their mtimes order the result); with
+Speed: with
 ripgrep walking the tree, Grep stats candidates only when ripgrep's count of files
 searched says some were over the size limit (``Candidates``).
 """
@@ -50,328 +30,43 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-import attrs
 import pathspec
 
 from editspec.reference import _errors
 from editspec.reference._arguments import (
     check_bool,
     check_finite,
-    check_integer,
     check_text,
-    excerpt,
 )
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference._limits import Limits
-from editspec.reference._results import GlobResult, GrepMatch, GrepResult, IgnoreExplanation
+from editspec.reference._results import GrepMatch, GrepResult, IgnoreExplanation
 from editspec.reference.paths._paths import check_request
-from editspec.reference.search import _grep_py, _grep_rg, _wildmatch
+from editspec.reference.search import _grep_py, _grep_rg, _rg_tree, _scope, _wildmatch
 from editspec.reference.search._grep_query import FileGroup, GrepQuery, compile_query
+from editspec.reference.search._scope import (
+    SearchRoot,
+    below_root,
+    check_glob_pattern,
+    check_max,
+    root_relative,
+)
 from editspec.reference.search._walk import SearchTree
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Callable, Iterator
 
-    from editspec.reference._workspace import Session, Workspace
+    from editspec.reference._context import SessionContext, WorkspaceContext
+
 
 BACKENDS = ("auto", "rg", "python")
-
-
-# -- shared ----------------------------------------------------------------------------
-
-
-@attrs.frozen
-class SearchRoot:
-    relative: str  # real path, root-relative, "" for the root
-    reported: str  # the caller's (logical) path, root-relative, "" for the root
-    kind: str  # "dir", "file" or "other"
-    absolute: str  # real absolute path
-
-    @property
-    def is_dir(self) -> bool:
-        return self.kind == "dir"
-
-    @property
-    def display(self) -> str:
-        """The search root as results name it."""
-        return self.reported or "."
-
-
-def _relative(value: str) -> str:
-    return "" if value in (".", "") else value
-
-
-def search_root(workspace: Workspace, path: str | None) -> SearchRoot:
-    """The confined starting point of a search; NOT_FOUND when it does not exist."""
-    if path is None:
-        return SearchRoot("", "", "dir", workspace.root)
-    resolved = workspace.resolve(path)
-    if not resolved.exists:
-        raise ToolError(_errors.NOT_FOUND, f"no such file or directory: {path}", path=path)
-    return SearchRoot(
-        _relative(resolved.relative),
-        _relative(resolved.logical_relative),
-        resolved.kind,
-        resolved.real,
-    )
-
-
-def _check_max(value: object, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ToolError(_errors.INVALID_ARGUMENT, f"{name} must be a positive integer")
-    return check_integer(name, value, minimum=1)
-
-
-BRACE_GROUPS = 64
-"""The most ``{`` a glob or include pattern may hold (each one nests the expansion)."""
-BRACE_EXPANSIONS = 256
-"""The most alternatives a glob or include pattern may expand to."""
-
-
-def brace_alternatives(pattern: str, cap: int) -> int:
-    """An upper bound of ``len(_wildmatch.expand_braces(pattern))``, at most ``cap``.
-
-    Counted on the pattern's structure (a group adds its options' counts, a sequence
-    multiplies its groups'), never by expanding it: ``{a,b}`` twenty times is 2**20.
-    """
-    end = len(pattern)
-
-    def sequence(index: int, inside: bool) -> tuple[int, int]:
-        count = 1
-        while index < end:
-            char = pattern[index]
-            if char == "\\":
-                index += 2
-                continue
-            if inside and char in ",}":
-                return count, index
-            if char == "{":
-                total, after, closed = group(index + 1)
-                if closed:
-                    count, index = min(cap, count * total), after
-                    continue
-            index += 1
-        return count, index
-
-    def group(index: int) -> tuple[int, int, bool]:
-        total = 0
-        while True:
-            count, index = sequence(index, True)
-            total = min(cap, total + count)
-            if index >= end:
-                return 1, index, False  # unbalanced: literal
-            if pattern[index] == "}":
-                return total, index + 1, True
-            index += 1
-
-    return sequence(0, False)[0]
-
-
-def check_glob_pattern(name: str, pattern: object, limits: Limits) -> str:
-    """A glob (or include) pattern: text, bounded in length and in brace expansion.
-
-    Spec: GLOB-*.
-    """
-    text = check_text(name, pattern, max_chars=limits.glob_pattern_chars)
-    assert text is not None
-    if text.count("{") > BRACE_GROUPS or brace_alternatives(text, BRACE_EXPANSIONS + 1) > (
-        BRACE_EXPANSIONS
-    ):
-        raise ToolError(
-            _errors.TOO_LARGE,
-            f"{name} expands to more than {BRACE_EXPANSIONS} alternatives "
-            f"(or holds more than {BRACE_GROUPS} braces): {excerpt(text)}",
-            argument=name,
-            limit="brace_expansions",
-            maximum=BRACE_EXPANSIONS,
-        )
-    return text
-
-
-def _below(root: SearchRoot, directory: str) -> str:
-    """``directory`` (root-relative) relative to the search root."""
-    return directory[len(root.relative) :].lstrip("/") if root.relative else directory
-
-
-# -- glob ------------------------------------------------------------------------------
-
-
-# What ``_wildmatch.translate`` makes of "**" alone: any path.
-_EVERYTHING = ".*"
-
-
-def _is_globstar(segment: str) -> bool:
-    return len(segment) >= 2 and set(segment) == {"*"}
-
-
-class GlobPattern:
-    """A Glob pattern, expanded and compiled, with the directories worth entering."""
-
-    def __init__(self, pattern: object, root: SearchRoot, workspace_root: str) -> None:
-        if not isinstance(pattern, str) or not pattern:
-            raise ToolError(_errors.INVALID_ARGUMENT, "pattern must be a non-empty string")
-        if "\0" in pattern:
-            raise ToolError(_errors.INVALID_ARGUMENT, "pattern contains a NUL byte")
-        files: list[str] = []
-        dirs: list[str] = []
-        self._prefixes: list[tuple[list[str], int | None]] = []
-        for alternative in _wildmatch.expand_braces(pattern):
-            segments, dir_only = self._normalize(alternative, root, workspace_root)
-            source = _wildmatch.translate("/".join(segments), pathname=True)
-            dirs.append(source)
-            if not dir_only:
-                files.append(source)
-            literal: list[str] = []
-            for segment in segments[:-1]:
-                if _wildmatch.has_wildcard(segment):
-                    break
-                literal.append(segment)
-            unbounded = any(_is_globstar(segment) for segment in segments)
-            self._prefixes.append((literal, None if unbounded else len(segments)))
-        files_regex = _compile(files)
-        dirs_regex = _compile(dirs)
-        self.files = None if files_regex is None else files_regex.fullmatch
-        self.dirs = None if dirs_regex is None else dirs_regex.fullmatch
-        # An alternative that is "**" alone matches every path: no regex to run.
-        self.all_files = _EVERYTHING in files
-        self.all_dirs = _EVERYTHING in dirs
-        # An alternative without a literal prefix or a depth bound: every directory.
-        self.everywhere = ([], None) in self._prefixes
-
-    @staticmethod
-    def _normalize(text: str, root: SearchRoot, workspace_root: str) -> tuple[list[str], bool]:
-        if text.startswith("/") or os.path.isabs(text):
-            logical = os.path.join(workspace_root, *root.reported.split("/"))
-            heads = [
-                base.replace(os.sep, "/").rstrip("/") + "/" for base in (root.absolute, logical)
-            ]
-            text = text.replace(os.sep, "/")
-            head = next((h for h in heads if text.startswith(h)), None)
-            if head is None:
-                raise ToolError(
-                    _errors.INVALID_ARGUMENT,
-                    "an absolute pattern must start with the search root; "
-                    "give the directory as path and a relative pattern",
-                    pattern=text,
-                )
-            text = text[len(head) :]
-        dir_only = text.endswith("/")
-        segments = [s for s in text.split("/") if s not in ("", ".")]
-        if ".." in segments:
-            raise ToolError(_errors.INVALID_ARGUMENT, "a glob pattern may not contain '..'")
-        if not segments:
-            raise ToolError(_errors.INVALID_ARGUMENT, f"pattern matches nothing: {text!r}")
-        return segments, dir_only
-
-    def descend(self, below: str) -> bool:
-        """Whether a directory (relative to the search root) can hold a match."""
-        parts = below.split("/")
-        depth = len(parts)
-        for literal, max_depth in self._prefixes:
-            if max_depth is not None and depth >= max_depth:
-                continue
-            if all(a == b for a, b in zip(parts, literal, strict=False)):
-                return True
-        return False
-
-
-def _compile(sources: list[str]) -> re.Pattern[str] | None:
-    import re
-
-    if not sources:
-        return None
-    return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
-
-
-def glob(
-    session: Session, pattern: str, *, path: str | None = None, max_results: int | None = None
-) -> GlobResult:
-    """Paths under the search root matching ``pattern``, ignore rules applied.
-
-    Spec: GLOB-*.
-    """
-    workspace = session.workspace
-    limit = _check_max(max_results, "max_results")
-    check_glob_pattern("pattern", pattern, workspace.limits)  # before any I/O
-    root = search_root(workspace, path)
-    if not root.is_dir:
-        raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
-    matcher = GlobPattern(pattern, root, workspace.root)
-    tree = SearchTree(workspace)
-    # Files (and symlinks), then directories: mtimes and paths as parallel lists.
-    files: tuple[list[int], list[str]] = ([], [])
-    dirs: tuple[list[int], list[str]] = ([], [])
-    reported = root.reported + "/" if root.reported else ""
-    files_regex, all_files = matcher.files, matcher.all_files
-    dirs_regex, all_dirs = matcher.dirs, matcher.all_dirs
-    descend = None if matcher.everywhere else lambda d: matcher.descend(_below(root, d))
-    # Each directory is held open while its entries are stat'ed (``hold``).
-    for batch in tree.walk(root.relative, descend=descend, hold=True):
-        below = _below(root, batch.directory)
-        prefix = below + "/" if below else ""
-        shown = reported + prefix
-        for entries, regex, everything, (mtimes, paths) in (
-            (batch.files, files_regex, all_files, files),
-            (batch.symlinks, files_regex, all_files, files),
-            (batch.dirs, dirs_regex, all_dirs, dirs),
-        ):
-            if regex is None or not entries:
-                continue
-            if not everything:
-                entries = [entry for entry in entries if regex(prefix + entry.name) is not None]
-            try:
-                stamps = [entry.stat(follow_symlinks=False).st_mtime_ns for entry in entries]
-            except OSError:
-                entries, stamps = _stamped(entries)
-            mtimes += stamps
-            paths += [shown + entry.name for entry in entries]
-    ordered = _newest_first(*files) + _newest_first(*dirs)
-    truncated = limit is not None and len(ordered) > limit
-    result = tuple(ordered[:limit] if truncated else ordered)
-    return GlobResult(paths=result, truncated=truncated, total_matches=len(result))
-
-
-def _newest_first(mtimes: list[int], paths: list[str]) -> list[str]:
-    """``paths`` by their ``mtimes``, newest first, then by path: the order of the pairs
-    (-mtime, path), with no pair built or compared.
-
-    When no two mtimes are equal they alone decide. They are then compared as floats,
-    which the sort compares fastest: the conversion never reverses two mtimes, and if it
-    merges none (no two floats equal) their order is the mtimes' order. Otherwise the
-    paths are sorted first, then stably by mtime in reverse (equal mtimes keep their
-    paths' order)."""
-    indexes = range(len(paths))
-    keys = list(map(float, mtimes))
-    if len(set(keys)) == len(keys):
-        order = sorted(indexes, key=keys.__getitem__, reverse=True)
-    else:
-        order = sorted(indexes, key=paths.__getitem__)
-        order.sort(key=mtimes.__getitem__, reverse=True)
-    return list(map(paths.__getitem__, order))
-
-
-def _stamped(entries: list[os.DirEntry[str]]) -> tuple[list[os.DirEntry[str]], list[int]]:
-    """The entries still there, and their mtimes, skipping those gone since the listing."""
-    kept: list[os.DirEntry[str]] = []
-    mtimes: list[int] = []
-    for entry in entries:
-        try:
-            mtime = entry.stat(follow_symlinks=False).st_mtime_ns
-        except OSError:
-            continue
-        kept.append(entry)
-        mtimes.append(mtime)
-    return kept, mtimes
 
 
 # -- why_ignored -----------------------------------------------------------------------
 
 
-def why_ignored(session: Session, path: str) -> IgnoreExplanation:
+def why_ignored(session: SessionContext, path: str) -> IgnoreExplanation:
     """The rule that excludes ``path`` from search (or re-includes it), and where it is.
 
     The path is explained as the walk sees it: its directory resolved, its own name not
@@ -386,13 +81,13 @@ def why_ignored(session: Session, path: str) -> IgnoreExplanation:
     if name in ("", ".", ".."):
         # The root itself, or a path that climbs: let the resolver decide.
         resolved = workspace.resolve(text)
-        if _relative(resolved.relative):  # pragma: no cover - normpath leaves no such name
+        if root_relative(resolved.relative):  # pragma: no cover - normpath leaves no such name
             raise ToolError(_errors.INVALID_ARGUMENT, f"cannot explain {text!r}")
         return IgnoreExplanation(path=".", ignored=False, source=None, line=None, pattern=None)
     # The directory is resolved (confined); the name itself is not followed.
     container = workspace.resolve(parent or ".")
-    parent_real = _relative(container.relative)
-    parent_reported = _relative(container.logical_relative)
+    parent_real = root_relative(container.relative)
+    parent_reported = root_relative(container.logical_relative)
     relative = f"{parent_real}/{name}" if parent_real else name
     reported = f"{parent_reported}/{name}" if parent_reported else name
     try:
@@ -520,7 +215,7 @@ class Candidates:
         root = self.root
         include = None if self.include is None else self.include.match_file
         for batch in self.tree.walk(root.relative, check=self.check):
-            below = _below(root, batch.directory)
+            below = below_root(root, batch.directory)
             prefix = below + "/" if below else ""
             entries = batch.files
             if include is not None:
@@ -578,18 +273,18 @@ class Candidates:
 
 
 def _tree_mode(
-    workspace: Workspace,
+    workspace: WorkspaceContext,
     root: SearchRoot,
     include: pathspec.GitIgnoreSpec | None,
     tree: SearchTree,
 ) -> bool:
-    """Whether ripgrep may walk the search root itself (``_grep_rg.search_tree``): a
+    """Whether ripgrep may walk the search root itself (``_rg_tree.search_tree``): a
     directory, no ``include`` (``pathspec`` semantics), the engine's state directory not
     below it, and a file-system port that is the operating system's own, unwrapped (a
     wrapped port must see every read of the search)."""
     state = tree.state_relative
     return (
-        _grep_rg.RG_WALKS
+        _rg_tree.RG_WALKS
         and root.is_dir
         and include is None
         and type(workspace.fs) is FileSystem
@@ -603,7 +298,7 @@ def _is_below(path: str, directory: str) -> bool:
 
 
 def _search_tree(
-    workspace: Workspace,
+    workspace: WorkspaceContext,
     query: GrepQuery,
     root: SearchRoot,
     tree: SearchTree,
@@ -615,7 +310,7 @@ def _search_tree(
     candidates; None when the two walks may differ (then the file-list mode runs).
 
     The engine's walk is still needed: it proves ripgrep applies the same ignore rules
-    (``_grep_rg.walks_alike``) and counts the candidates. When ripgrep searched as many
+    (``_rg_tree.walks_alike``) and counts the candidates. When ripgrep searched as many
     files as were listed, none was over the size limit; otherwise the candidates are
     sized, and a count that still differs (the tree changed meanwhile) falls back.
     """
@@ -629,10 +324,10 @@ def _search_tree(
 
     def walk(given: list[str]) -> int | None:
         listed = candidates.listed()
-        return listed if _grep_rg.walks_alike(tree, root.relative, given) else None
+        return listed if _rg_tree.walks_alike(tree, root.relative, given) else None
 
     try:
-        found = _grep_rg.search_tree(
+        found = _rg_tree.search_tree(
             tree.fs,
             query,
             workspace.root,
@@ -658,7 +353,7 @@ def _search_tree(
 
 
 def grep(
-    session: Session,
+    session: SessionContext,
     pattern: str,
     *,
     path: str | None = None,
@@ -681,12 +376,12 @@ def grep(
     check()
     check_text("pattern", pattern, empty=True, max_chars=limits.grep_pattern_chars)
     query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
-    limit = _check_max(max_results, "max_results")
+    limit = check_max(max_results, "max_results")
     include_spec = _include(include, limits)
     mode = workspace.grep_backend
     if mode not in BACKENDS:
         raise ToolError(_errors.INVALID_ARGUMENT, f"grep backend must be one of {BACKENDS}")
-    root = search_root(workspace, path)
+    root = _scope.search_root(workspace, path)
     tree = SearchTree(workspace)
     candidates = Candidates(tree, root, include_spec, workspace.limits.grep_file_bytes, check)
     matches: list[GrepMatch] | None = None

@@ -29,8 +29,8 @@ from editspec.reference.search import _ignore
 from editspec.reference.search._ignore import IgnoreRule, RuleStack
 
 if TYPE_CHECKING:
+    from editspec.reference._context import WorkspaceContext
     from editspec.reference._fs import FileSystem
-    from editspec.reference._workspace import Workspace
 
 FILE = "file"
 DIR = "dir"
@@ -73,7 +73,7 @@ def _kind(entry: os.DirEntry[str]) -> str:
 class SearchTree:
     """One workspace seen by search: its root, built-in exclusions and ignore files."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: WorkspaceContext) -> None:
         self.fs: FileSystem = workspace.fs
         self.root: str = workspace.root
         state = workspace.state_dir

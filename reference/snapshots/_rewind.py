@@ -46,12 +46,14 @@ from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._results import RestoredFile, RewindResult
-from editspec.reference.snapshots._snapshots import HistoryRecord, RecordedEntry
+from editspec.reference.snapshots._records import HistoryRecord, RecordedEntry
 from editspec.reference.text import _text
+from editspec.reference.transactions import _transaction
+from editspec.reference.transactions._plan import PlannedChange
 
 if TYPE_CHECKING:
+    from editspec.reference._context import SessionContext
     from editspec.reference._fs import FileSystem
-    from editspec.reference._workspace import Session
     from editspec.reference.paths._paths import WorkspacePath
 
 # What ``commit`` raises when a file changed between the check and the locked re-check.
@@ -83,10 +85,8 @@ class _Restore:
         return RECREATED if self.current is None else RESTORED
 
 
-def rewind(session: Session, message_id: str) -> RewindResult:
+def rewind(session: SessionContext, message_id: str) -> RewindResult:
     """Restore every file this session changed at or after ``message_id``. Spec: SNAP-*."""
-    from editspec.reference.transactions._transaction import PlannedChange, commit
-
     workspace = session.workspace
     if not isinstance(message_id, str) or not message_id:
         raise ToolError(_errors.INVALID_ARGUMENT, "message_id must be a non-empty string")
@@ -137,7 +137,9 @@ def rewind(session: Session, message_id: str) -> RewindResult:
         _update_access(session, restores)
 
     try:
-        txn_id = commit(workspace, changes, on_prepared=on_prepared, on_committed=on_committed)
+        txn_id = _transaction.commit(
+            workspace, changes, on_prepared=on_prepared, on_committed=on_committed
+        )
     except ToolError as exc:
         if exc.code in _CHANGED_MEANWHILE:
             # A file changed between the check and the locked re-verification.
@@ -180,7 +182,7 @@ def _conflict(relative: str, why: str, **details: object) -> ToolError:
 
 
 def _check_file(
-    session: Session, relative: str, entries: Sequence[RecordedEntry]
+    session: SessionContext, relative: str, entries: Sequence[RecordedEntry]
 ) -> _Restore | None:
     """The restore of one file, or None when it already is as before; CONFLICT on a gap."""
     workspace = session.workspace
@@ -238,7 +240,7 @@ def _current(fs: FileSystem, real: str, relative: str) -> tuple[bytes | None, in
         raise _errors.from_oserror(exc, relative, action="read") from exc
 
 
-def _update_access(session: Session, restores: Sequence[_Restore]) -> None:
+def _update_access(session: SessionContext, restores: Sequence[_Restore]) -> None:
     """Restored files count as read at their restored hash; deleted ones are forgotten."""
     workspace = session.workspace
     for restore in restores:

@@ -51,7 +51,6 @@ table ``TRANSITIONS`` below (a state is where the record's file lives).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -60,14 +59,23 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
+from editspec.reference.snapshots._records import (
+    SHA256,
+    HistoryRecord,
+    RecordedEntry,
+    SessionHistory,
+    SnapshotEntry,
+    checksum,
+    corrupt,
+    sha256_hex,
+    validate_record,
+)
 
 if TYPE_CHECKING:
+    from editspec.reference._base import WorkspaceBase
     from editspec.reference._fs import FileSystem
-    from editspec.reference._workspace import Workspace
 
 #: (state, event) -> next state; ``None`` means the record file no longer exists.
 TRANSITIONS: Mapping[tuple[str, str], str | None] = {
@@ -82,7 +90,6 @@ FORMAT_VERSION = 1
 _RECORD_NAME = re.compile(r"^(\d{12})\.json$")
 _PENDING_NAME = re.compile(r"^([A-Za-z0-9_-]{1,128})\.([0-9a-f]{32})\.(\d{12})\.json$")
 _TRANSACTION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _PENDING_DIR = "_pending"
 _BLOB_DIR = "blobs"
 _LOCK_NAME = ".lock"
@@ -90,71 +97,10 @@ _TEMP_PREFIX = ".tmp-"
 _WRITE_BATCH = 64  # files written before their fsyncs; bounds the open descriptors
 
 
-@attrs.frozen(kw_only=True)
-class SnapshotEntry:
-    """One file's state around one change: before-bytes (None if absent) and after-hash.
-
-    ``relative``: the real path relative to the root, "/"-separated (the canonical key).
-    ``mode``: permission bits before the change, used when rewind recreates the file.
-    """
-
-    relative: str
-    existed: bool
-    before: bytes | None
-    after_sha256: str | None
-    mode: int | None = None
-
-
-@attrs.frozen(kw_only=True)
-class RecordedEntry:
-    """A ``SnapshotEntry`` as the history holds it: the before-content by its hash."""
-
-    relative: str
-    existed: bool
-    before_sha256: str | None
-    mode: int | None
-    after_sha256: str | None
-
-
-@attrs.frozen(kw_only=True)
-class HistoryRecord:
-    seq: int
-    message_id: str
-    transaction_id: str | None
-    entries: tuple[RecordedEntry, ...]
-
-
-@attrs.frozen(kw_only=True)
-class SessionHistory:
-    """What rewind reads: the changes that count, and where every message began.
-
-    ``live``: committed change records not undone by a committed rewind, by ``seq``.
-    ``message_start``: per message id, the lowest ``seq`` of its committed change
-    records, undone ones included (a rewound message keeps its place).
-    """
-
-    live: tuple[HistoryRecord, ...]
-    message_start: Mapping[str, int]
-
-
-def _sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _checksum(body: Mapping[str, Any]) -> str:
-    return _sha256_hex(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8"))
-
-
-def _corrupt(path: str, why: str) -> ToolError:
-    return ToolError(
-        _errors.CORRUPT_JOURNAL, f"snapshot record {path} is corrupt: {why}", path=path
-    )
-
-
 class SnapshotStore:
     """Content-addressed blobs and per-session change records of one workspace. Spec: SNAP-*."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: WorkspaceBase) -> None:
         self._workspace = workspace
         self._root_dir = os.path.join(workspace.state_dir, "snapshots", workspace.root_hash)
         self._pending_dir = os.path.join(self._root_dir, _PENDING_DIR)
@@ -172,7 +118,7 @@ class SnapshotStore:
 
     @staticmethod
     def session_hash(session_id: str) -> str:
-        return _sha256_hex(session_id.encode("utf-8", "surrogateescape"))[:32]
+        return sha256_hex(session_id.encode("utf-8", "surrogateescape"))[:32]
 
     def session_dir(self, session_id: str) -> str:
         return os.path.join(self._root_dir, self.session_hash(session_id))
@@ -205,7 +151,7 @@ class SnapshotStore:
                     _errors.INVALID_ARGUMENT,
                     "before bytes must be given exactly when the file existed",
                 )
-            before_sha = None if entry.before is None else _sha256_hex(entry.before)
+            before_sha = None if entry.before is None else sha256_hex(entry.before)
             if entry.before is not None and before_sha is not None:
                 blobs[before_sha] = entry.before
             recorded.append(
@@ -271,7 +217,7 @@ class SnapshotStore:
                     "transaction_id": transaction_id,
                     "seq": seq,
                 }
-                record["checksum"] = _checksum(record)
+                record["checksum"] = checksum(record)
                 data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
                 if transaction_id is None:
                     self._publish(session_dir, f"{seq:012d}.json", data)
@@ -462,7 +408,7 @@ class SnapshotStore:
         message_start: dict[str, int] = {}
         for path, record in zip(names, records, strict=True):
             if record["session_id"] != session_id:
-                raise _corrupt(path, "it belongs to another session")
+                raise corrupt(path, "it belongs to another session")
             if record["kind"] == "rewind":
                 undone.update(record["undoes"])
                 continue
@@ -497,66 +443,32 @@ class SnapshotStore:
         try:
             record = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _corrupt(path, "not JSON") from exc
+            raise corrupt(path, "not JSON") from exc
         if not isinstance(record, dict):
-            raise _corrupt(path, "not an object")
+            raise corrupt(path, "not an object")
         checksum = record.pop("checksum", None)
-        if checksum != _checksum(record):
-            raise _corrupt(path, "checksum mismatch")
+        if checksum != checksum(record):
+            raise corrupt(path, "checksum mismatch")
         if record.get("version") != FORMAT_VERSION:
-            raise _corrupt(path, f"unknown version {record.get('version')!r}")
+            raise corrupt(path, f"unknown version {record.get('version')!r}")
         match = _RECORD_NAME.match(os.path.basename(path))
         if match is None or record.get("seq") != int(match.group(1)):
-            raise _corrupt(path, "sequence number does not match its name")
-        _validate(path, record)
+            raise corrupt(path, "sequence number does not match its name")
+        validate_record(path, record)
         self._parsed[path] = record
         return record
 
     def read_blob(self, session_id: str, sha256: str) -> bytes:
         """The content with this hash, verified. CORRUPT_JOURNAL if it is missing or damaged."""
-        if not _SHA256.match(sha256):
+        if not SHA256.match(sha256):
             raise ToolError(_errors.INVALID_ARGUMENT, f"bad sha256 {sha256!r}")
         path = os.path.join(self.session_dir(session_id), _BLOB_DIR, sha256)
         try:
             data = self._fs.read_bytes(path)
         except FileNotFoundError as exc:
-            raise _corrupt(path, "the snapshot content is missing") from exc
+            raise corrupt(path, "the snapshot content is missing") from exc
         except OSError as exc:
             raise _errors.from_oserror(exc, path, action="read snapshot") from exc
-        if _sha256_hex(data) != sha256:
-            raise _corrupt(path, "the snapshot content does not match its hash")
+        if sha256_hex(data) != sha256:
+            raise corrupt(path, "the snapshot content does not match its hash")
         return data
-
-
-def _validate(path: str, record: Mapping[str, Any]) -> None:
-    """Check the shape of a record, so the reader can index it without surprises."""
-
-    def need(condition: bool, what: str) -> None:
-        if not condition:
-            raise _corrupt(path, what)
-
-    def is_sha(value: object) -> bool:
-        return isinstance(value, str) and bool(_SHA256.match(value))
-
-    need(isinstance(record.get("session_id"), str), "no session id")
-    need(isinstance(record.get("message_id"), str), "no message id")
-    txn = record.get("transaction_id")
-    need(txn is None or isinstance(txn, str), "bad transaction id")
-    kind = record.get("kind")
-    if kind == "rewind":
-        undoes = record.get("undoes")
-        need(isinstance(undoes, list) and all(isinstance(s, int) for s in undoes), "bad undo list")
-        return
-    need(kind == "change", f"unknown kind {kind!r}")
-    entries = record.get("entries")
-    need(isinstance(entries, list), "no entries")
-    assert isinstance(entries, list)
-    for entry in entries:
-        need(isinstance(entry, dict), "bad entry")
-        need(isinstance(entry.get("path"), str) and bool(entry["path"]), "bad path")
-        need(isinstance(entry.get("existed"), bool), "bad existed flag")
-        before, after, mode = entry.get("before"), entry.get("after"), entry.get("mode")
-        need((before is None) == (not entry["existed"]), "before hash and existed disagree")
-        need(before is None or is_sha(before), "bad before hash")
-        need(after is None or is_sha(after), "bad after hash")
-        need(mode is None or isinstance(mode, int), "bad mode")

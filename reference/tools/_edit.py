@@ -33,15 +33,21 @@ from editspec.reference.paths._paths import MISSING, WorkspacePath
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
 from editspec.reference.tools import _edit_text
+from editspec.reference.tools._write import (
+    check_expected_sha256,
+    check_message_id,
+    refuse_non_file,
+    replace_locked,
+)
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Session, Workspace
+    from editspec.reference._context import SessionContext, WorkspaceContext
 
 _RESOLVE_ATTEMPTS = 3
 
 
 def edit(
-    session: Session,
+    session: SessionContext,
     path: str,
     edits: Sequence[EditSpec],
     *,
@@ -49,8 +55,6 @@ def edit(
     message_id: str | None = None,
 ) -> EditResult:
     """Apply string replacements to one file, all or nothing. Spec: EDIT-*, TRACK-*, WRITE-*."""
-    from editspec.reference.tools._write import check_expected_sha256, check_message_id
-
     workspace = session.workspace
     specs = _edit_text.coerce_edits(edits, max_edits=workspace.limits.edits_per_call)
     expected = check_expected_sha256(expected_sha256)
@@ -80,14 +84,12 @@ def _refuse_notebook(target: WorkspacePath) -> None:
 
 
 def _edit_locked(
-    session: Session,
+    session: SessionContext,
     target: WorkspacePath,
     specs: Sequence[EditSpec],
     expected_sha256: str | None,
     message_id: str | None,
 ) -> EditResult:
-    from editspec.reference.tools._write import refuse_non_file, replace_locked
-
     workspace = session.workspace
     shown = target.logical_relative
     refuse_non_file(target)
@@ -155,7 +157,10 @@ class _Plan:
 
 
 def _plan(
-    workspace: Workspace, target: WorkspacePath, old_bytes: bytes | None, specs: Sequence[EditSpec]
+    workspace: WorkspaceContext,
+    target: WorkspacePath,
+    old_bytes: bytes | None,
+    specs: Sequence[EditSpec],
 ) -> _Plan:
     """Decode, apply every edit, encode and describe the change; no disk access."""
     shown = target.logical_relative
@@ -220,7 +225,7 @@ def _plan(
     )
 
 
-def read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
+def read_current(workspace: WorkspaceContext, target: WorkspacePath) -> bytes | None:
     """The file's bytes (TOO_LARGE over the edit limit), or None when nothing is there."""
     if target.kind == MISSING:
         return None

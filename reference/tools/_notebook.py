@@ -38,12 +38,20 @@ from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_integer, check_text, excerpt
 from editspec.reference._errors import ToolError
 from editspec.reference._results import NotebookResult
+from editspec.reference.paths._paths import MISSING
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
+from editspec.reference.tools._edit import read_current
 from editspec.reference.tools._edit_text import check_edit_size
+from editspec.reference.tools._write import (
+    check_expected_sha256,
+    check_message_id,
+    refuse_non_file,
+    replace_locked,
+)
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Session
+    from editspec.reference._context import SessionContext
     from editspec.reference.paths._paths import WorkspacePath
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -174,7 +182,7 @@ def _nbformat() -> Any:
 
 
 def edit_notebook(
-    session: Session,
+    session: SessionContext,
     path: str,
     *,
     cell_id: str | None = None,
@@ -186,8 +194,6 @@ def edit_notebook(
     message_id: str | None = None,
 ) -> NotebookResult:
     """Replace, insert or delete one notebook cell, atomically. Spec: NB-*, TRACK-*, WRITE-*."""
-    from editspec.reference.tools._write import check_expected_sha256, check_message_id
-
     _check_arguments(mode, cell_id, index, source, cell_type)
     if source is not None:
         _text.encode(source)  # a lone surrogate is INVALID_ARGUMENT before any disk access
@@ -218,9 +224,6 @@ class _Request:
 
 
 def _require_notebook(target: WorkspacePath) -> None:
-    from editspec.reference.paths._paths import MISSING
-    from editspec.reference.tools._write import refuse_non_file
-
     shown = target.logical_relative
     if not shown.lower().endswith(NOTEBOOK_SUFFIX):
         raise ToolError(
@@ -234,15 +237,12 @@ def _require_notebook(target: WorkspacePath) -> None:
 
 
 def _edit_locked(
-    session: Session,
+    session: SessionContext,
     target: WorkspacePath,
     request: _Request,
     expected_sha256: str | None,
     message_id: str | None,
 ) -> NotebookResult:
-    from editspec.reference.tools._edit import read_current
-    from editspec.reference.tools._write import replace_locked
-
     workspace = session.workspace
     shown = target.logical_relative
     _require_notebook(target)

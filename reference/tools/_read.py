@@ -34,10 +34,10 @@ from editspec.reference.text._text import (
 from editspec.reference.tools import _ranges
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Session
+    from editspec.reference._context import SessionContext
 
 
-def _target_file(session: Session, path: str) -> WorkspacePath:
+def _target_file(session: SessionContext, path: str) -> WorkspacePath:
     target = session.workspace.resolve(path)
     shown = target.logical_relative
     if target.kind == MISSING:
@@ -54,7 +54,7 @@ def _target_file(session: Session, path: str) -> WorkspacePath:
 
 
 def read(
-    session: Session,
+    session: SessionContext,
     path: str,
     *,
     start_line: int | None = None,
@@ -112,7 +112,7 @@ def read(
 
 
 def _binary(
-    session: Session,
+    session: SessionContext,
     target: WorkspacePath,
     data: bytes,
     digest: str,

@@ -28,7 +28,7 @@ from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._results import WriteResult
 from editspec.reference.paths._paths import DIR, MISSING, OTHER, WorkspacePath, is_within
-from editspec.reference.snapshots._snapshots import SnapshotEntry
+from editspec.reference.snapshots._records import SnapshotEntry
 from editspec.reference.text._diff import unified_diff
 from editspec.reference.text._text import (
     NONE,
@@ -41,7 +41,7 @@ from editspec.reference.text._text import (
 from editspec.reference.tools._atomic import atomic_create, atomic_replace
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Session, Workspace
+    from editspec.reference._context import SessionContext, WorkspaceContext
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 _RESOLVE_ATTEMPTS = 3
@@ -116,7 +116,7 @@ def describe_change(relative: str, old: bytes | None, new: bytes | None) -> tupl
 # -- the locked core, shared with Edit -------------------------------------------------
 
 
-def _missing_directories(workspace: Workspace, directory: str) -> list[str]:
+def _missing_directories(workspace: WorkspaceContext, directory: str) -> list[str]:
     """Directories to create for ``directory``, top first; never the root or above it."""
     fs = workspace.fs
     missing: list[str] = []
@@ -129,7 +129,7 @@ def _missing_directories(workspace: Workspace, directory: str) -> list[str]:
     return list(reversed(missing))
 
 
-def _create_parents(workspace: Workspace, target: WorkspacePath) -> list[str]:
+def _create_parents(workspace: WorkspaceContext, target: WorkspacePath) -> list[str]:
     created: list[str] = []
     try:
         for directory in _missing_directories(workspace, os.path.dirname(target.real)):
@@ -141,7 +141,7 @@ def _create_parents(workspace: Workspace, target: WorkspacePath) -> list[str]:
     return created
 
 
-def _remove_directories(workspace: Workspace, created: list[str]) -> None:
+def _remove_directories(workspace: WorkspaceContext, created: list[str]) -> None:
     """Undo ``_create_parents`` after a failed create (best effort, deepest first)."""
     for directory in reversed(created):
         try:
@@ -150,7 +150,9 @@ def _remove_directories(workspace: Workspace, created: list[str]) -> None:
             return
 
 
-def _verifier(workspace: Workspace, target: WorkspacePath, old_bytes: bytes) -> Callable[[], None]:
+def _verifier(
+    workspace: WorkspaceContext, target: WorkspacePath, old_bytes: bytes
+) -> Callable[[], None]:
     def verify() -> None:
         # TRACK: the check is repeated inside the critical section, byte for byte.
         try:
@@ -176,7 +178,7 @@ def _verifier(workspace: Workspace, target: WorkspacePath, old_bytes: bytes) -> 
 
 
 def _snapshot(
-    session: Session,
+    session: SessionContext,
     message_id: str,
     entry: SnapshotEntry,
 ) -> tuple[str | None, tuple[str, ...]]:
@@ -192,7 +194,7 @@ def _snapshot(
 
 
 def _settle_snapshot(
-    session: Session, transaction_id: str | None, *, published: bool
+    session: SessionContext, transaction_id: str | None, *, published: bool
 ) -> tuple[bool, tuple[str, ...]]:
     """Confirm the pending snapshot after a publish, or discard it after a failure."""
     if transaction_id is None:
@@ -209,7 +211,7 @@ def _settle_snapshot(
 
 
 def replace_locked(
-    session: Session,
+    session: SessionContext,
     target: WorkspacePath,
     old_bytes: bytes | None,
     new_bytes: bytes,
@@ -310,7 +312,7 @@ def refuse_non_file(target: WorkspacePath) -> None:
         )
 
 
-def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
+def _read_current(workspace: WorkspaceContext, target: WorkspacePath) -> bytes | None:
     refuse_non_file(target)
     if target.kind == MISSING:
         return None
@@ -327,7 +329,7 @@ def _read_current(workspace: Workspace, target: WorkspacePath) -> bytes | None:
 
 
 def write(
-    session: Session,
+    session: SessionContext,
     path: str,
     content: str | bytes,
     *,
@@ -369,7 +371,7 @@ def write(
 
 
 def _write_locked(
-    session: Session,
+    session: SessionContext,
     target: WorkspacePath,
     content: str | bytes,
     expected_sha256: str | None,

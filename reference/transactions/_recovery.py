@@ -42,10 +42,10 @@ from editspec.reference.transactions._rollback import RollbackIncomplete
 from editspec.reference.transactions._transaction import ROLL_BACK, settle, snapshot_hook
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Workspace
+    from editspec.reference._context import WorkspaceContext
 
 
-def recover(workspace: Workspace) -> RecoveryReport:
+def recover(workspace: WorkspaceContext) -> RecoveryReport:
     """Finish or roll back every interrupted transaction. Spec: RECOV-*."""
     try:
         with workspace.locks.transactions(exclusive=True):
@@ -55,7 +55,7 @@ def recover(workspace: Workspace) -> RecoveryReport:
         raise _errors.from_oserror(exc, exc.filename, action="recover") from exc
 
 
-def _recover(workspace: Workspace) -> RecoveryReport:
+def _recover(workspace: WorkspaceContext) -> RecoveryReport:
     fs, journal_dir = workspace.fs, workspace.journal_dir
     try:
         names = sorted(fs.listdir(journal_dir))
@@ -118,7 +118,7 @@ def _recover(workspace: Workspace) -> RecoveryReport:
     )
 
 
-def _discard_orphan_snapshots(workspace: Workspace, journaled: set[str]) -> dict[str, str]:
+def _discard_orphan_snapshots(workspace: WorkspaceContext, journaled: set[str]) -> dict[str, str]:
     """Discard pending snapshot records of transactions that have no journal.
 
     A transaction creates its snapshots (``on_prepared``) before it writes its journal,

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -54,25 +53,22 @@ import attrs
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
-from editspec.reference.paths._paths import WorkspacePath
 from editspec.reference.transactions import _journal
 from editspec.reference.transactions._journal import (
     COMMITTED,
     PREPARING,
-    JournalEntry,
     JournalRecord,
 )
+from editspec.reference.transactions._plan import PlannedChange, Step, check_shape, plan_steps
 from editspec.reference.transactions._rollback import (
     Owned,
     RollbackIncomplete,
     finish,
-    relative_to,
     roll_back,
-    sha256_hex,
 )
 
 if TYPE_CHECKING:
-    from editspec.reference._workspace import Workspace
+    from editspec.reference._context import WorkspaceContext
 
 # -- the state machine, as data ------------------------------------------------------
 
@@ -113,55 +109,11 @@ def _advance(record: JournalRecord, event: str) -> JournalRecord:
     return attrs.evolve(record, state=_state_after(record.state, event))
 
 
-# -- the contract ----------------------------------------------------------------------
-
-OPS: frozenset[str] = frozenset({"add", "update", "delete", "move"})
-
-
-@attrs.frozen(kw_only=True)
-class PlannedChange:
-    """One file of a transaction, planned in memory (DESIGN §4 ApplyPatch)."""
-
-    op: str  # "add" | "update" | "delete" | "move"
-    target: WorkspacePath  # the file updated/deleted/moved, or the new file for add
-    move_to: WorkspacePath | None = None
-    old_bytes: bytes | None = None  # planned old bytes of target (None for add)
-    new_bytes: bytes | None = None  # content at target (update/add) or move_to (move)
-    mode: int | None = None  # permission bits of the published file (kept from the old one)
-    # The executable bit git's modes carry: True sets it where the file is readable, False
-    # clears it, None keeps the mode. An added file is created 0o777 or 0o666 under the
-    # umask, as git does.
-    executable: bool | None = None
-
-
-def with_executable(mode: int, executable: bool | None) -> int:
-    """``mode`` with its execute bits set where it is readable, cleared, or as it is."""
-    if executable is None:
-        return mode
-    if executable:
-        return mode | (mode & 0o444) >> 2
-    return mode & ~0o111
-
-
-@attrs.frozen(kw_only=True)
-class _Step:
-    """A journal entry with absolute paths and the bytes it needs."""
-
-    entry: JournalEntry
-    path: str
-    stage: str | None
-    backup: str | None
-    old_bytes: bytes | None
-    new_bytes: bytes | None
-    mode: int | None
-    executable: bool = False  # an added file with no mode: created 0o777 under the umask
-
-
 @attrs.frozen(kw_only=True)
 class _Plan:
     record: JournalRecord
     # Per planned change, its steps: one, or two for a move (source, destination).
-    changes: tuple[tuple[str, tuple[_Step, ...]], ...]
+    changes: tuple[tuple[str, tuple[Step, ...]], ...]
     dirs_to_create: tuple[str, ...]  # absolute, top first
 
 
@@ -170,15 +122,11 @@ def new_transaction_id() -> str:
     return f"{time.time_ns():016x}{secrets.token_hex(8)}"
 
 
-def _inside(root: str, path: str) -> bool:
-    return path != root and os.path.commonpath([root, path]) == root
-
-
 # -- commit --------------------------------------------------------------------------
 
 
 def commit(
-    workspace: Workspace,
+    workspace: WorkspaceContext,
     changes: Iterable[PlannedChange],
     *,
     on_prepared: Callable[[str], object] | None = None,
@@ -190,7 +138,7 @@ def commit(
     """
     workspace.ensure_writable()
     planned = tuple(changes)
-    _check_shape(workspace, planned)
+    check_shape(workspace, planned)
     txn_id = new_transaction_id()
     keys = {change.target.canonical_key for change in planned}
     keys |= {change.move_to.canonical_key for change in planned if change.move_to is not None}
@@ -204,7 +152,7 @@ def commit(
 
 
 def _run(
-    workspace: Workspace,
+    workspace: WorkspaceContext,
     txn_id: str,
     planned: Sequence[PlannedChange],
     on_prepared: Callable[[str], object] | None,
@@ -254,229 +202,25 @@ def _as_tool_error(exc: Exception) -> ToolError:
     return error
 
 
-def _check_shape(workspace: Workspace, planned: Sequence[PlannedChange]) -> None:
-    """Caller errors, raised before any lock or disk access."""
-    if not planned:
-        raise ToolError(_errors.INVALID_ARGUMENT, "a transaction needs at least one change")
-    root = workspace.root
-    seen: set[str] = set()
-    total = 0
-    for change in planned:
-        required = {
-            "update": (True, True, False),
-            "add": (False, True, False),
-            "delete": (True, False, False),
-            "move": (True, True, True),
-        }.get(change.op)
-        if required is None:
-            raise ToolError(_errors.INVALID_ARGUMENT, f"unknown change op {change.op!r}")
-        needs_old, needs_new, needs_move_to = required
-        where = change.target.relative
-        if (change.old_bytes is not None) != needs_old or (
-            change.new_bytes is not None
-        ) != needs_new:
-            raise ToolError(
-                _errors.INVALID_ARGUMENT, f"{change.op} of {where}: old/new bytes do not fit the op"
-            )
-        if (change.move_to is not None) != needs_move_to:
-            raise ToolError(
-                _errors.INVALID_ARGUMENT, f"{change.op} of {where}: move_to does not fit"
-            )
-        if change.mode is not None and not 0 <= change.mode <= 0o7777:
-            raise ToolError(_errors.INVALID_ARGUMENT, f"{where}: bad mode {change.mode!r}")
-        for path in (change.target, change.move_to):
-            if path is None:
-                continue
-            if not _inside(root, path.real):
-                raise ToolError(
-                    _errors.OUTSIDE_WORKSPACE, f"{path.requested} is outside the workspace"
-                )
-            if path.canonical_key in seen:
-                raise ToolError(
-                    _errors.INVALID_ARGUMENT, f"{path.relative} appears twice in one transaction"
-                )
-            seen.add(path.canonical_key)
-        total += len(change.new_bytes or b"")
-    if total > workspace.limits.transaction_bytes:
-        raise ToolError(
-            _errors.TOO_LARGE,
-            f"transaction writes {total} bytes; the limit is {workspace.limits.transaction_bytes}",
-            size=total,
-            limit=workspace.limits.transaction_bytes,
-        )
-
-
 # -- step 0: re-verify and plan, inside the locks ------------------------------------------
 
 
-def _prepare(workspace: Workspace, txn_id: str, planned: Sequence[PlannedChange]) -> _Plan:
-    fs, root = workspace.fs, workspace.root
-    targets = {change.target.real for change in planned}
-    targets |= {change.move_to.real for change in planned if change.move_to is not None}
-    dirs_to_create: list[str] = []
-    changes: list[tuple[str, tuple[_Step, ...]]] = []
-    for change in planned:
-        steps: list[_Step] = []
-        if change.op != "add":
-            mode = _verify_existing(fs, change.target, change.old_bytes)
-            kind = {"update": _journal.UPDATE, "delete": _journal.DELETE}.get(
-                change.op, _journal.MOVE_FROM
-            )
-            steps.append(
-                _step(
-                    root,
-                    txn_id,
-                    kind,
-                    change.target.real,
-                    old_bytes=change.old_bytes,
-                    new_bytes=change.new_bytes if change.op == "update" else None,
-                    mode=with_executable(
-                        change.mode if change.mode is not None else mode, change.executable
-                    ),
-                    dirs=(),
-                )
-            )
-        if change.op in ("add", "move"):
-            destination = change.move_to if change.move_to is not None else change.target
-            if fs.lexists(destination.real):
-                raise ToolError(
-                    _errors.ALREADY_EXISTS,
-                    f"{destination.relative} already exists",
-                    path=destination.relative,
-                )
-            dirs = _missing_dirs(fs, root, os.path.dirname(destination.real), dirs_to_create)
-            if targets.intersection(dirs):
-                raise ToolError(
-                    _errors.INVALID_ARGUMENT,
-                    f"{destination.relative} needs a directory where this transaction puts a file",
-                )
-            dirs_to_create.extend(dirs)
-            # A moved file keeps its mode; an added one gets the umask's default.
-            new_mode = (
-                None if change.mode is None else with_executable(change.mode, change.executable)
-            )
-            if new_mode is None and steps:
-                new_mode = steps[0].mode
-            steps.append(
-                _step(
-                    root,
-                    txn_id,
-                    _journal.ADD if change.op == "add" else _journal.MOVE_TO,
-                    destination.real,
-                    old_bytes=None,
-                    new_bytes=change.new_bytes,
-                    mode=new_mode,
-                    dirs=tuple(dirs),
-                    executable=bool(change.executable),
-                )
-            )
-        changes.append((change.op, tuple(steps)))
+def _prepare(workspace: WorkspaceContext, txn_id: str, planned: Sequence[PlannedChange]) -> _Plan:
+    changes, dirs_to_create = plan_steps(workspace, txn_id, planned)
     record = JournalRecord(
         version=_journal.VERSION,
         txn_id=txn_id,
         state=_state_after(None, PREPARE),
-        root=root,
+        root=workspace.root,
         entries=tuple(step.entry for _, steps in changes for step in steps),
     )
-    return _Plan(record=record, changes=tuple(changes), dirs_to_create=tuple(dirs_to_create))
-
-
-def _step(
-    root: str,
-    txn_id: str,
-    kind: str,
-    path: str,
-    *,
-    old_bytes: bytes | None,
-    new_bytes: bytes | None,
-    mode: int | None,
-    dirs: tuple[str, ...],
-    executable: bool = False,
-) -> _Step:
-    directory, name = os.path.split(path)
-    stage = backup = None
-    if kind in _journal.PUBLISHES_CONTENT:
-        stage = os.path.join(directory, _journal.side_file_name(name, txn_id, "stage"))
-    if kind in _journal.EXISTED_BEFORE:
-        backup = os.path.join(directory, _journal.side_file_name(name, txn_id, "backup"))
-    entry = JournalEntry(
-        kind=kind,
-        path=relative_to(root, path),
-        existed=kind in _journal.EXISTED_BEFORE,
-        old_sha256=None if old_bytes is None else sha256_hex(old_bytes),
-        new_sha256=None if new_bytes is None else sha256_hex(new_bytes),
-        stage=None if stage is None else relative_to(root, stage),
-        backup=None if backup is None else relative_to(root, backup),
-        dirs_created=tuple(relative_to(root, directory) for directory in dirs),
-    )
-    return _Step(
-        entry=entry,
-        path=path,
-        stage=stage,
-        backup=backup,
-        old_bytes=old_bytes,
-        new_bytes=new_bytes,
-        mode=mode,
-        executable=executable,
-    )
-
-
-def _verify_existing(fs: FileSystem, target: WorkspacePath, old_bytes: bytes | None) -> int:
-    """Byte-for-byte re-verification inside the lock; returns the file's mode. Spec: TRACK-*."""
-    where = target.relative
-    try:
-        info = fs.lstat(target.real)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(_errors.IS_A_DIRECTORY, f"{where} is a directory", path=where)
-        if not stat.S_ISREG(info.st_mode):
-            # The resolver saw a regular file; a link or device here was swapped in since.
-            raise ToolError(_errors.STALE, f"{where} is no longer a regular file", path=where)
-        current = (
-            fs.read_bytes(target.real)
-            if old_bytes is None
-            else fs.read_bytes_unless(target.real, old_bytes)
-        )
-    except (FileNotFoundError, NotADirectoryError):
-        raise ToolError(_errors.NOT_FOUND, f"{where} does not exist", path=where) from None
-    except OSError as exc:
-        raise _errors.from_oserror(exc, where, action="read") from exc
-    if current != old_bytes:
-        raise ToolError(
-            _errors.STALE,
-            f"{where} changed on disk since the change was planned",
-            path=where,
-            expected_sha256=sha256_hex(old_bytes or b""),
-            current_sha256=sha256_hex(current),
-        )
-    return stat.S_IMODE(info.st_mode)
-
-
-def _missing_dirs(fs: FileSystem, root: str, directory: str, planned: Sequence[str]) -> list[str]:
-    """Directories to create for ``directory``, top first, not already planned."""
-    missing: list[str] = []
-    current = directory
-    while current != root and current not in planned:
-        try:
-            info = fs.lstat(current)
-        except (FileNotFoundError, NotADirectoryError):
-            missing.append(current)
-            current = os.path.dirname(current)
-            continue
-        except OSError as exc:
-            raise _errors.from_oserror(exc, relative_to(root, current), action="inspect") from exc
-        if not stat.S_ISDIR(info.st_mode):
-            where = relative_to(root, current)
-            raise ToolError(
-                _errors.ALREADY_EXISTS, f"{where} exists and is not a directory", path=where
-            )
-        break
-    return list(reversed(missing))
+    return _Plan(record=record, changes=changes, dirs_to_create=dirs_to_create)
 
 
 # -- steps 1-4 -----------------------------------------------------------------------------
 
 
-def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
+def _publish(workspace: WorkspaceContext, plan: _Plan, owned: Owned) -> None:
     fs = workspace.fs
     # 1. The journal, before anything it names exists.
     _journal.write(fs, workspace.journal_dir, plan.record)
@@ -535,7 +279,7 @@ def _publish(workspace: Workspace, plan: _Plan, owned: Owned) -> None:
     _fsync_dirs(fs, {os.path.dirname(step.path) for step in steps})
 
 
-def _as_planned(fs: FileSystem, step: _Step) -> bool:
+def _as_planned(fs: FileSystem, step: Step) -> bool:
     """The target's name still links the backup's inode, and that holds the planned bytes."""
     assert step.backup is not None
     try:
@@ -547,7 +291,7 @@ def _as_planned(fs: FileSystem, step: _Step) -> bool:
     return fs.read_bytes(step.backup) == step.old_bytes
 
 
-def _publish_change(fs: FileSystem, op: str, steps: Sequence[_Step], owned: Owned) -> None:
+def _publish_change(fs: FileSystem, op: str, steps: Sequence[Step], owned: Owned) -> None:
     if op == "update":
         (step,) = steps
         assert step.stage is not None
@@ -583,7 +327,7 @@ def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
 
 
 def _after_commit(
-    workspace: Workspace, record: JournalRecord, on_committed: Callable[[str], object] | None
+    workspace: WorkspaceContext, record: JournalRecord, on_committed: Callable[[str], object] | None
 ) -> None:
     """From the commit point on the change stands: nothing here undoes it."""
     fs, txn_id = workspace.fs, record.txn_id
@@ -620,7 +364,9 @@ def _after_commit(
     assert next_state(COMMITTED, FINISH) is None
 
 
-def _abort(workspace: Workspace, record: JournalRecord, owned: Owned, error: ToolError) -> None:
+def _abort(
+    workspace: WorkspaceContext, record: JournalRecord, owned: Owned, error: ToolError
+) -> None:
     """Undo an unfinished publish in-process; raise IO_ERROR if that cannot be done."""
     fs = workspace.fs
     try:
@@ -645,7 +391,7 @@ def _abort(workspace: Workspace, record: JournalRecord, owned: Owned, error: Too
     _discard_snapshots(workspace, record.txn_id, error)
 
 
-def _discard_snapshots(workspace: Workspace, txn_id: str, error: BaseException) -> None:
+def _discard_snapshots(workspace: WorkspaceContext, txn_id: str, error: BaseException) -> None:
     try:
         snapshot_hook(workspace, "discard_transaction", txn_id)
     except Exception as exc:
@@ -653,7 +399,7 @@ def _discard_snapshots(workspace: Workspace, txn_id: str, error: BaseException) 
             error.details["snapshot_discard_error"] = repr(exc)
 
 
-def snapshot_hook(workspace: Workspace, name: str, txn_id: str) -> None:
+def snapshot_hook(workspace: WorkspaceContext, name: str, txn_id: str) -> None:
     """Call ``workspace.snapshots.<name>(txn_id)`` if the store provides it."""
     method = getattr(workspace.snapshots, name, None)
     if callable(method):
@@ -663,7 +409,7 @@ def snapshot_hook(workspace: Workspace, name: str, txn_id: str) -> None:
 # -- recovery of one journal ---------------------------------------------------------------
 
 
-def settle(workspace: Workspace, record: JournalRecord) -> tuple[str, list[str]]:
+def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, list[str]]:
     """Roll back (``preparing``) or finish (``committed``) a journal found on disk, then
     delete it; return the event applied and the leftovers removed. Spec: RECOV-*.
 

@@ -22,10 +22,10 @@ from editspec.reference import RecoveryReport, ToolError, _workspace
 from editspec.reference.guards import _access, _locks
 from editspec.reference.paths import _paths
 from editspec.reference.remote import _remote, _remote_commit
-from editspec.reference.search import _ignore, _search, _walk
+from editspec.reference.search import _ignore, _scope, _search, _walk
 from editspec.reference.snapshots import _snapshots
 from editspec.reference.tools import _notebook, _write
-from editspec.reference.transactions import _journal, _recovery, _rollback, _transaction
+from editspec.reference.transactions import _journal, _plan, _recovery, _rollback, _transaction
 
 
 def _engine(
@@ -381,13 +381,13 @@ _engine(
 
 
 def _path_argument_ignored() -> None:
-    original = _search.search_root
+    original = _scope.search_root
 
     def search_root(workspace: Any, path: Any) -> Any:
         original(workspace, path)  # still refuses a path outside the root
         return original(workspace, None)
 
-    _replace(_search, "search_root", search_root)
+    _replace(_scope, "search_root", search_root)
 
 
 _engine(
@@ -503,12 +503,12 @@ _engine(
 
 
 def _patch_default_mode() -> None:
-    original = _transaction._step
+    original = _plan._step
 
     def step(*args: Any, **kwargs: Any) -> Any:
         return original(*args, **{**kwargs, "mode": None})
 
-    _replace(_transaction, "_step", step)
+    _replace(_plan, "_step", step)
 
 
 _engine(

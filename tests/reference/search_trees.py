@@ -64,17 +64,17 @@ GIT = shutil.which("git")
 def tree_modes() -> Iterator[list[bool]]:
     """For each Grep that started ripgrep walking the tree itself, whether ripgrep's walk
     was found to keep the engine's files (True) or the search fell back (False)."""
-    from editspec.reference.search import _grep_rg
+    from editspec.reference.search import _rg_tree
 
     found: list[bool] = []
-    original = _grep_rg.search_tree
+    original = _rg_tree.search_tree
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
         found.append(result is not None)
         return result
 
-    with mock.patch.object(_grep_rg, "search_tree", spy):
+    with mock.patch.object(_rg_tree, "search_tree", spy):
         yield found
 
 

@@ -36,7 +36,8 @@ import pytest
 from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, OpEvent, SimulatedCrash
 from editspec.reference import FileSystem, ToolError, Workspace
 from editspec.reference.snapshots._snapshots import _TEMP_PREFIX as SNAPSHOT_TEMP_PREFIX
-from editspec.reference.transactions._transaction import PlannedChange, commit
+from editspec.reference.transactions._plan import PlannedChange
+from editspec.reference.transactions._transaction import commit
 from tests.reference.txn_helpers import SIDE_FILE, wpath
 
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EACCES, errno.EXDEV, errno.EROFS)

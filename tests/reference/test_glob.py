@@ -239,7 +239,8 @@ def test_deep_trees_do_not_need_recursion(root: Path, session: Any) -> None:
 
 
 def test_literal_prefixes_prune_the_walk(tree: Path, session: Any) -> None:
-    from editspec.reference.search._search import GlobPattern, SearchRoot
+    from editspec.reference.search._glob import GlobPattern
+    from editspec.reference.search._scope import SearchRoot
 
     pattern = GlobPattern("src/pkg/*.py", SearchRoot("", "", "dir", str(tree)), str(tree))
     assert pattern.descend("src")

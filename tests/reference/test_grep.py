@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from editspec.reference import FileSystem, Limits, ToolError, Workspace
-from editspec.reference.search import _grep_rg
+from editspec.reference.search import _grep_rg, _rg_tree
 from editspec.reference.search._grep_query import (
     compile_query,
     python_safe,
@@ -401,7 +401,7 @@ def test_a_file_that_vanishes_before_ripgrep_reads_it_is_skipped(
     root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_tree(root, {"gone": "TODO\n", "kept": "TODO\n"})
-    monkeypatch.setattr(_grep_rg, "RG_WALKS", False)  # the file-list mode
+    monkeypatch.setattr(_rg_tree, "RG_WALKS", False)  # the file-list mode
     original = _grep_rg._run
 
     def run(command: list[str], cwd: str, check: Any, stop: threading.Event) -> bytes:
@@ -421,7 +421,7 @@ def test_many_ripgrep_batches_give_the_same_result(
 ) -> None:
     make_tree(root, {"d": {f"f{i:02}": f"TODO {i}\n" for i in range(10)}, "g": "TODO g\n"})
     monkeypatch.setattr(_grep_rg, "_BATCH_FILES", 3)
-    monkeypatch.setattr(_grep_rg, "RG_WALKS", False)  # the file-list mode
+    monkeypatch.setattr(_rg_tree, "RG_WALKS", False)  # the file-list mode
     calls: list[int] = []
     original = _grep_rg._run
 
@@ -752,7 +752,7 @@ def test_names_and_lines_that_are_not_utf8(
 def test_a_file_of_nothing_but_a_bom_has_no_line(
     root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, walks: bool
 ) -> None:
-    monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
+    monkeypatch.setattr(_rg_tree, "RG_WALKS", walks)
     make_tree(root, {"bom": b"\xef\xbb\xbf", "bom-newline": b"\xef\xbb\xbf\n"})
     results = both(workspace, "^$") if HAVE_RG else {"python": None}
     assert results["python"] == ([("bom-newline", 1, 1, "")], 2, 0)
@@ -763,7 +763,7 @@ def test_a_file_of_nothing_but_a_bom_has_no_line(
 def test_lines_with_a_literal_that_do_not_match_are_dropped(
     root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, walks: bool
 ) -> None:
-    monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
+    monkeypatch.setattr(_rg_tree, "RG_WALKS", walks)
     make_tree(root, {"f": "TODO x\nTODO 7\n"})
     results = both(workspace, r"TODO \d") if HAVE_RG else {"python": None}
     assert results["python"] == ([("f", 2, 1, "TODO 7")], 1, 0)
@@ -938,7 +938,7 @@ def test_both_modes_through_memory_files_or_pipes(
 ) -> None:
     make_tree(root, {"f": "TODO\n", "g": "x\n"})
     for walks in (True, False):
-        monkeypatch.setattr(_grep_rg, "RG_WALKS", walks)
+        monkeypatch.setattr(_rg_tree, "RG_WALKS", walks)
         results = both(workspace, "TODO")
         assert results["rg"] == results["python"] == ([("f", 1, 1, "TODO")], 2, 0)
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from editspec.reference import EditSpec, Limits, ToolError, Workspace, _arguments, _errors
 from editspec.reference.search._grep_query import compile_query
-from editspec.reference.search._search import brace_alternatives, check_glob_pattern
+from editspec.reference.search._scope import brace_alternatives, check_glob_pattern
 
 SURROGATE = "\ud800"
 

@@ -11,7 +11,8 @@ import pytest
 
 from editspec.fault_injection.faultfs import CrashAt, FaultyFileSystem, SimulatedCrash
 from editspec.reference import ToolError, Workspace
-from editspec.reference.snapshots._snapshots import SnapshotEntry, SnapshotStore
+from editspec.reference.snapshots._records import SnapshotEntry
+from editspec.reference.snapshots._snapshots import SnapshotStore
 
 
 def sha(data: bytes) -> str:
@@ -188,7 +189,7 @@ def test_a_tampered_record_is_corrupt(workspace: Workspace) -> None:
     ["not json", "not an object", "unknown version", "wrong number", "other session", "bad hash"],
 )
 def test_every_kind_of_damaged_record_is_corrupt(workspace: Workspace, damage: str) -> None:
-    from editspec.reference.snapshots._snapshots import _checksum
+    from editspec.reference.snapshots._records import checksum as _checksum
 
     store = workspace.snapshots
     store.record("s1", "m1", [entry("a", b"0", b"1")])

@@ -15,7 +15,8 @@ import pytest
 from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
 from editspec.reference import FileSystem, Limits, ToolError, Workspace, WorkspacePath
 from editspec.reference.transactions import _journal
-from editspec.reference.transactions._transaction import PlannedChange, commit
+from editspec.reference.transactions._plan import PlannedChange
+from editspec.reference.transactions._transaction import commit
 from tests.reference.txn_helpers import (
     SIDE_FILE,
     RecordingSnapshots,
