@@ -213,7 +213,7 @@ class RemoteSession:
         digest = hashlib.sha256(data).hexdigest()
         decoded = DecodedText(text=text, encoding=UTF8, bom=False, newline=newline_style(text))
         limit = workspace.limits.read_max_bytes if request.budget is None else request.budget
-        result = _ranges.cut(target.relative, data, digest, decoded, request, limit)
+        result = _ranges.cut_range(target.relative, data, digest, decoded, request, limit)
         full = _ranges.covers_whole_file(result, data, decoded)
         workspace.access.record_read(
             self.id, target.canonical_key, sha256=digest, size=len(data), mtime_ns=0, full=full

@@ -446,8 +446,8 @@ class SnapshotStore:
             raise corrupt(path, "not JSON") from exc
         if not isinstance(record, dict):
             raise corrupt(path, "not an object")
-        checksum = record.pop("checksum", None)
-        if checksum != checksum(record):
+        stored = record.pop("checksum", None)
+        if stored != checksum(record):
             raise corrupt(path, "checksum mismatch")
         if record.get("version") != FORMAT_VERSION:
             raise corrupt(path, f"unknown version {record.get('version')!r}")

@@ -67,7 +67,7 @@ def read_request(
     )
 
 
-def cut(
+def cut_range(
     shown: str, data: bytes, digest: str, decoded: DecodedText, request: ReadRequest, budget: int
 ) -> ReadResult:
     """The range ``request`` asks for, of a text file's bytes and their decoded text."""

@@ -98,7 +98,7 @@ def read(
         result = _binary(session, target, data, digest, request)
         full = result.start_byte == 0  # the preview is bounded, the file was seen whole
     else:
-        result = _ranges.cut(target.logical_relative, data, digest, decoded, request, budget)
+        result = _ranges.cut_range(target.logical_relative, data, digest, decoded, request, budget)
         full = _ranges.covers_whole_file(result, data, decoded)
     workspace.access.record_read(
         session.id,
