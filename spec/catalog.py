@@ -134,11 +134,17 @@ def _forbidden_imports(module_file: Path) -> list[str]:
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        found += [n for n in names if n.startswith("editspec.reference._")]
-    return found
+        # A private module at any depth (editspec.reference._fs, ...reference.tools._edit).
+        found += [n for n in names if _is_private_engine_module(n)]
+    return sorted(set(found), key=found.index)
+
+
+def _is_private_engine_module(name: str) -> bool:
+    parts = name.split(".")
+    return parts[:2] == ["editspec", "reference"] and any(p.startswith("_") for p in parts[2:])
 
 
 def self_check(

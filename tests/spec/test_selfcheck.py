@@ -124,6 +124,19 @@ def test_a_private_engine_import_is_reported(tmp_path, fresh_registry):
     assert any("editspec.reference._errors" in p for p in problems), problems
 
 
+def test_a_private_engine_import_from_a_folder_is_reported(tmp_path, fresh_registry):
+    module = _load(
+        tmp_path,
+        """
+        from editspec.reference.tools import _edit
+        from editspec.reference.text._text import decode
+        """,
+    )
+    problems = catalog.self_check(None, modules=[module])
+    assert any("editspec.reference.tools._edit" in p for p in problems), problems
+    assert any("editspec.reference.text._text" in p for p in problems), problems
+
+
 def test_an_outdated_catalog_page_is_reported(tmp_path):
     stale = tmp_path / "CLAUSES.md"
     stale.write_text(catalog.CATALOG_FILE.read_text(encoding="utf-8").replace("MUST", "MAY", 1))
