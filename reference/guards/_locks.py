@@ -17,13 +17,10 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
+from editspec.reference._base import WorkspaceBase
 from editspec.reference._errors import from_oserror
 from editspec.reference._fs import makedirs
-
-if TYPE_CHECKING:
-    from editspec.reference._base import WorkspaceBase
 
 
 class _SharedExclusive:

@@ -52,6 +52,7 @@ import attrs
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
+from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import FileChange, PatchResult
 from editspec.reference.patch import _patch_parse, _patch_plan
@@ -63,7 +64,6 @@ from editspec.reference.transactions import _transaction
 from editspec.reference.transactions._plan import PlannedChange
 
 if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext, WorkspaceContext
     from editspec.reference.paths._paths import WorkspacePath
     from editspec.reference.transactions._plan import PlannedChange
 

@@ -14,8 +14,9 @@ import unicodedata
 import weakref
 from typing import TYPE_CHECKING
 
+from editspec.reference._base import WorkspaceBase
+
 if TYPE_CHECKING:
-    from editspec.reference._base import WorkspaceBase
     from editspec.reference._fs import FileSystem
 
 

@@ -33,17 +33,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from typing import TYPE_CHECKING
 
 import attrs
 
 from editspec.reference import _errors
 from editspec.reference._arguments import excerpt
+from editspec.reference._base import WorkspaceBase
 from editspec.reference._errors import ToolError
 from editspec.reference.paths._folding import folds_case, identity, same_name
-
-if TYPE_CHECKING:
-    from editspec.reference._base import WorkspaceBase
 
 MAX_LINK_HOPS = 40  # Linux's MAXSYMLINKS
 

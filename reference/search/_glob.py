@@ -29,6 +29,7 @@ import os
 from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
+from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import GlobResult
 from editspec.reference.search import _scope, _wildmatch
@@ -42,8 +43,6 @@ from editspec.reference.search._walk import SearchTree
 
 if TYPE_CHECKING:
     import re
-
-    from editspec.reference._context import SessionContext
 
 
 # What ``_wildmatch.translate`` makes of "**" alone: any path.

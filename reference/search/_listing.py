@@ -25,16 +25,14 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from editspec.reference import _errors
 from editspec.reference._arguments import check_integer, check_text
+from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import ListEntry, ListResult
 from editspec.reference.paths._paths import is_within
-
-if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext, WorkspaceContext
 
 Key = tuple[tuple[int, str], ...]  # per level: (0 for a directory else 1, name)
 _CURSOR_VERSION = 1

@@ -8,8 +8,6 @@ module, so a test can replace it for both.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
 from editspec.reference import _errors
@@ -18,11 +16,9 @@ from editspec.reference._arguments import (
     check_text,
     excerpt,
 )
+from editspec.reference._context import WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._limits import Limits
-
-if TYPE_CHECKING:
-    from editspec.reference._context import WorkspaceContext
 
 
 @attrs.frozen

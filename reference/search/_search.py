@@ -38,6 +38,7 @@ from editspec.reference._arguments import (
     check_finite,
     check_text,
 )
+from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference._limits import Limits
@@ -56,8 +57,6 @@ from editspec.reference.search._walk import SearchTree
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-
-    from editspec.reference._context import SessionContext, WorkspaceContext
 
 
 BACKENDS = ("auto", "rg", "python")

@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from editspec.reference import _errors
+from editspec.reference._context import WorkspaceContext
 from editspec.reference.paths._paths import is_within
 from editspec.reference.search import _ignore
 from editspec.reference.search._ignore import IgnoreRule, RuleStack
 
 if TYPE_CHECKING:
-    from editspec.reference._context import WorkspaceContext
     from editspec.reference._fs import FileSystem
 
 FILE = "file"

@@ -44,6 +44,7 @@ import attrs
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
+from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import RestoredFile, RewindResult
 from editspec.reference.snapshots._records import HistoryRecord, RecordedEntry
@@ -52,7 +53,6 @@ from editspec.reference.transactions import _transaction
 from editspec.reference.transactions._plan import PlannedChange
 
 if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext
     from editspec.reference._fs import FileSystem
     from editspec.reference.paths._paths import WorkspacePath
 

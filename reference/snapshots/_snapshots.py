@@ -60,6 +60,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from editspec.reference import _errors
+from editspec.reference._base import WorkspaceBase
 from editspec.reference._errors import ToolError
 from editspec.reference.snapshots._records import (
     SHA256,
@@ -74,7 +75,6 @@ from editspec.reference.snapshots._records import (
 )
 
 if TYPE_CHECKING:
-    from editspec.reference._base import WorkspaceBase
     from editspec.reference._fs import FileSystem
 
 #: (state, event) -> next state; ``None`` means the record file no longer exists.

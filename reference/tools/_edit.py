@@ -22,11 +22,11 @@ Nothing touches the disk before step 4, so any failure leaves the file as it was
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 
 from editspec.reference import _errors
+from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import EditResult, EditSpec, Replacement
 from editspec.reference.paths._paths import MISSING, WorkspacePath
@@ -39,9 +39,6 @@ from editspec.reference.tools._write import (
     refuse_non_file,
     replace_locked,
 )
-
-if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext, WorkspaceContext
 
 _RESOLVE_ATTEMPTS = 3
 

@@ -36,6 +36,7 @@ import attrs
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_integer, check_text, excerpt
+from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import NotebookResult
 from editspec.reference.paths._paths import MISSING
@@ -51,7 +52,6 @@ from editspec.reference.tools._write import (
 )
 
 if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext
     from editspec.reference.paths._paths import WorkspacePath
 
 NOTEBOOK_SUFFIX = ".ipynb"

@@ -19,9 +19,8 @@ The ranges themselves are cut in ``_ranges``, which the remote session shares.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from editspec.reference import _errors
+from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import ReadResult
 from editspec.reference.paths._paths import DIR, MISSING, OTHER, WorkspacePath
@@ -32,9 +31,6 @@ from editspec.reference.text._text import (
     sniff_mime,
 )
 from editspec.reference.tools import _ranges
-
-if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext
 
 
 def _target_file(session: SessionContext, path: str) -> WorkspacePath:

@@ -21,10 +21,10 @@ import re
 import secrets
 import stat
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
+from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import WriteResult
 from editspec.reference.paths._paths import DIR, MISSING, OTHER, WorkspacePath, is_within
@@ -39,9 +39,6 @@ from editspec.reference.text._text import (
     sha256_later,
 )
 from editspec.reference.tools._atomic import atomic_create, atomic_replace
-
-if TYPE_CHECKING:
-    from editspec.reference._context import SessionContext, WorkspaceContext
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 _RESOLVE_ATTEMPTS = 3

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 
 from editspec.reference import _errors
+from editspec.reference._context import WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference.paths._paths import WorkspacePath
@@ -31,9 +31,6 @@ from editspec.reference.transactions._rollback import (
     relative_to,
     sha256_hex,
 )
-
-if TYPE_CHECKING:
-    from editspec.reference._context import WorkspaceContext
 
 # -- the state machine, as data ------------------------------------------------------
 

@@ -31,18 +31,15 @@ leaves the old file intact and at most one stray hidden temp file beside it.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
+from editspec.reference._context import WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import RecoveryReport
 from editspec.reference.transactions import _journal
 from editspec.reference.transactions._journal import JournalRecord
 from editspec.reference.transactions._rollback import RollbackIncomplete
 from editspec.reference.transactions._transaction import ROLL_BACK, settle, snapshot_hook
-
-if TYPE_CHECKING:
-    from editspec.reference._context import WorkspaceContext
 
 
 def recover(workspace: WorkspaceContext) -> RecoveryReport:

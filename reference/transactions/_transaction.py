@@ -46,11 +46,11 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 
 from editspec.reference import _errors
+from editspec.reference._context import WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
 from editspec.reference.transactions import _journal
@@ -66,9 +66,6 @@ from editspec.reference.transactions._rollback import (
     finish,
     roll_back,
 )
-
-if TYPE_CHECKING:
-    from editspec.reference._context import WorkspaceContext
 
 # -- the state machine, as data ------------------------------------------------------
 
