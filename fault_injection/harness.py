@@ -62,19 +62,19 @@ WorkspaceFactory = Callable[[str, str, FileSystem], Workspace]
 #: The engine modules that touch files: imported before an in-memory file system (pyfakefs)
 #: starts to patch, so that its patch reaches them.
 ENGINE_MODULES = (
-    "_read",
-    "_write",
-    "_edit",
-    "_patch",
-    "_rewind",
-    "_transaction",
-    "_recovery",
-    "_journal",
-    "_snapshots",
-    "_atomic",
-    "_paths",
-    "_text",
-    "_diff",
+    "tools._read",
+    "tools._write",
+    "tools._edit",
+    "patch._patch",
+    "snapshots._rewind",
+    "transactions._transaction",
+    "transactions._recovery",
+    "transactions._journal",
+    "snapshots._snapshots",
+    "tools._atomic",
+    "paths._paths",
+    "text._text",
+    "text._diff",
 )
 
 
