@@ -61,6 +61,8 @@ from editspec.spec.drivers._mcp_map import (
     load_map,
     parse_json_object,
     read_lines,
+    read_text,
+    single_edit_arguments,
     to_record,
 )
 
@@ -452,6 +454,9 @@ class McpDriver:
         for name, value in values.items():
             if value is None:
                 continue
+            if name == "edits" and tool.single_edit:
+                arguments.update(single_edit_arguments(tool, value))
+                continue
             target = tool.arguments.get(name)
             if target is None:
                 if value == defaults.get(name) or name in tool.ignore:
@@ -528,7 +533,7 @@ class McpDriver:
         elif tool.result == "json":
             data = parse_json_object(text)
         elif tool.result == "text":
-            data = {tool.text_field: text}
+            data = read_text(tool, text)
         else:
             data = read_lines(tool, text, os.fspath(self.root))
         if not isinstance(data, dict):
