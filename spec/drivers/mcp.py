@@ -448,6 +448,21 @@ class McpDriver:
             raise self._error(result)
         return self._result(tool, result)
 
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """One tool by its own name and arguments, its raw result: for a driver built on
+        this one, of a server whose tools no map can express (nested arrays, answers keyed
+        by path)."""
+        connection = self._ready()
+        future = self._loop.submit(_call_tool(connection, name, arguments))
+        try:
+            return future.result(timeout=self.map.timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ServerError(f"{name} did not answer within {self.map.timeout:g} s") from None
+        except Exception as exc:
+            tail = connection.stderr_tail()
+            raise ServerError(f"{name} failed: {_leaves(exc)}\n{tail}".rstrip()) from exc
+
     def _arguments(self, tool: ToolMap, values: dict[str, Any]) -> dict[str, Any]:
         defaults = OPERATIONS[tool.operation]
         arguments: dict[str, Any] = dict(tool.fixed)

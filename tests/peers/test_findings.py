@@ -24,6 +24,7 @@ FINDINGS = Path(__file__).resolve().parents[2] / "peers" / "findings"
 PEER_OF = {
     "apply-patch-py": "apply-patch-py",
     "openhands-aci": "openhands-aci",
+    "mcp-text-editor": "mcp-text-editor",
     "deepagents": "deepagents-virtual",
     "langchain": "langchain-file-management",
     "desktop-commander": "desktop-commander",

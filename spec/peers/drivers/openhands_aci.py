@@ -55,6 +55,7 @@ RULES = (
     (r"Invalid `view_range`|Invalid `path`|should be an absolute path", "INVALID_ARGUMENT"),
     (r"Is a directory", "IS_A_DIRECTORY"),
     (r"No such file or directory", "NOT_FOUND"),
+    (r"codec can't decode", "BINARY"),
     (r"\[Errno \d+\]", "IO_ERROR"),
 )
 _VIEW_HEADER = re.compile(r"^(?:NOTE: [^\n]*\n)?Here's the result of running `cat -n` on [^\n]*:\n")
