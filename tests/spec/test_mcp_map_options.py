@@ -21,7 +21,7 @@ from editspec.spec.drivers._mcp_map import (
 )
 from editspec.spec.drivers.mcp import McpDriver
 
-SERVER = '''
+SERVER = """
 from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
@@ -39,7 +39,7 @@ def replace_once(file_path: str, old_string: str, new_string: str) -> str:
     return "done"
 
 app.run()
-'''
+"""
 
 MAP = """
 [server]
