@@ -161,23 +161,38 @@ class Peer:
 
 
 def find_python(version: str) -> Path:
-    """An interpreter of ``version`` ("3.12"): this one, ``pythonX.Y`` on PATH, or pyenv's."""
+    """An interpreter of ``version`` ("3.12"): this one, else pyenv's newest of that
+    version, else ``pythonX.Y`` on PATH; each checked by running it (a pyenv shim on PATH
+    may name a version that is not selected)."""
     if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
         return Path(sys.executable)
-    on_path = shutil.which(f"python{version}")
-    if on_path is not None:
-        return Path(on_path)
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    found = sorted(
+    candidates = sorted(
         root.glob(f"{version}.*/bin/python{version}"),
         key=lambda path: [int(part) if part.isdigit() else 0 for part in path.parts[-3].split(".")],
+        reverse=True,
     )
-    if not found:
-        raise CatalogError(
-            f"Python {version} is needed and was not found (python{version} on PATH, or "
-            f"{root}/{version}.*/bin/python{version}); install it, e.g. with pyenv"
-        )
-    return found[-1]
+    on_path = shutil.which(f"python{version}")
+    if on_path is not None:
+        candidates.append(Path(on_path))
+    for candidate in candidates:
+        if _runs_as(candidate, version):
+            return candidate
+    raise CatalogError(
+        f"Python {version} is needed and was not found (pyenv's {root}/{version}.*, or "
+        f"python{version} on PATH); install it, e.g. with pyenv"
+    )
+
+
+def _runs_as(interpreter: Path, version: str) -> bool:
+    try:
+        done = subprocess.run(
+            [str(interpreter), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
 
 
 def cache_dir(explicit: str | None = None) -> Path:
