@@ -28,6 +28,11 @@ describe the format. In short::
     fields = { content = "content" }    # contract field -> result field (dotted path)
     ignore = ["max_bytes"]              # arguments whose every value the tool already
                                         # honours (it always reads whole files)
+    text_pattern = '(?s)^Read: (?P<content>.*)$'
+                                        # result "text": a regex over the text whose named
+                                        # groups are fields too (a header stripped off)
+    single_edit = true                  # edit: the tool takes one edit, its fields at the
+                                        # top level of the arguments (more: UNSUPPORTED)
 
 A contract argument the map does not name is left out when the caller leaves it at its
 default, and is an error (reported as ERROR, never silently dropped) when it does not,
@@ -207,6 +212,8 @@ class ToolMap:
     values: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     relative_paths: tuple[str, ...] = ()
     ignore: frozenset[str] = frozenset()
+    text_pattern: re.Pattern[str] | None = None
+    single_edit: bool = False
     # The same operation under other versions of the server: each the table above with
     # some keys changed (another tool name, result kind...), tried in order when the
     # server does not list this tool.
@@ -277,7 +284,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
     known = {
         "name", "arguments", "edit_fields", "fixed", "result", "fields", "text_field",
         "line_pattern", "list_field", "item_group", "empty_text", "values", "relative_paths",
-        "ignore", "fallbacks",
+        "ignore", "fallbacks", "text_pattern", "single_edit",
     }  # fmt: skip
     unknown = sorted(set(data) - known)
     if unknown:
@@ -304,6 +311,14 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
             raise MapError(f"{where}: result 'lines' needs list_field")
     if result == "text" and not data.get("text_field"):
         raise MapError(f"{where}: result 'text' needs text_field")
+    text_pattern = None
+    if "text_pattern" in data:
+        if result != "text":
+            raise MapError(f"{where}: text_pattern is for result 'text'")
+        text_pattern = _regex(data["text_pattern"], f"{where} text_pattern")
+    single_edit = data.get("single_edit", False)
+    if not isinstance(single_edit, bool) or (single_edit and operation != "edit"):
+        raise MapError(f"{where}: single_edit is true or false, and for edit only")
     values = _table(data, "values", where)
     relative = data.get("relative_paths", [])
     if not isinstance(relative, list) or not all(isinstance(item, str) for item in relative):
@@ -324,6 +339,8 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
         values={key: dict(value) for key, value in values.items()},
         relative_paths=tuple(relative),
         ignore=frozenset(ignore),
+        text_pattern=text_pattern,
+        single_edit=single_edit,
         fallbacks=_fallbacks(operation, data, source, where),
     )
 
@@ -447,6 +464,28 @@ def relativize(path: str, root: str) -> str:
         return "."
     prefix = root.rstrip("/") + "/"
     return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+def read_text(tool: ToolMap, text: str) -> dict[str, Any]:
+    """A text result as ``{text_field: text}``, plus the named groups of its text_pattern
+    when the text matches it (when it does not, the fields the groups would give are
+    absent: a clause that reads one fails as missing-field)."""
+    assert tool.text_field is not None
+    data: dict[str, Any] = {tool.text_field: text}
+    found = tool.text_pattern.match(text) if tool.text_pattern is not None else None
+    if found is not None:
+        data.update({k: v for k, v in found.groupdict().items() if v is not None})
+    return data
+
+
+def single_edit_arguments(tool: ToolMap, items: Any) -> dict[str, Any]:
+    """The one edit's mapped fields, for a tool that takes them at the top level."""
+    if not isinstance(items, (list, tuple)) or len(items) != 1:
+        count = len(items) if isinstance(items, (list, tuple)) else "no list of"
+        raise Inexpressible(
+            f"the tool's {tool.name} takes one edit per call; this call has {count} edits"
+        )
+    return dict(items[0])
 
 
 def read_lines(tool: ToolMap, text: str, root: str) -> dict[str, Any]:

@@ -61,6 +61,8 @@ from editspec.spec.drivers._mcp_map import (
     load_map,
     parse_json_object,
     read_lines,
+    read_text,
+    single_edit_arguments,
     to_record,
 )
 
@@ -446,11 +448,29 @@ class McpDriver:
             raise self._error(result)
         return self._result(tool, result)
 
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """One tool by its own name and arguments, its raw result: for a driver built on
+        this one, of a server whose tools no map can express (nested arrays, answers keyed
+        by path)."""
+        connection = self._ready()
+        future = self._loop.submit(_call_tool(connection, name, arguments))
+        try:
+            return future.result(timeout=self.map.timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ServerError(f"{name} did not answer within {self.map.timeout:g} s") from None
+        except Exception as exc:
+            tail = connection.stderr_tail()
+            raise ServerError(f"{name} failed: {_leaves(exc)}\n{tail}".rstrip()) from exc
+
     def _arguments(self, tool: ToolMap, values: dict[str, Any]) -> dict[str, Any]:
         defaults = OPERATIONS[tool.operation]
         arguments: dict[str, Any] = dict(tool.fixed)
         for name, value in values.items():
             if value is None:
+                continue
+            if name == "edits" and tool.single_edit:
+                arguments.update(single_edit_arguments(tool, value))
                 continue
             target = tool.arguments.get(name)
             if target is None:
@@ -528,7 +548,7 @@ class McpDriver:
         elif tool.result == "json":
             data = parse_json_object(text)
         elif tool.result == "text":
-            data = {tool.text_field: text}
+            data = read_text(tool, text)
         else:
             data = read_lines(tool, text, os.fspath(self.root))
         if not isinstance(data, dict):
