@@ -284,7 +284,7 @@ def test_rewind_undoes_moves(session, disk):
     )
     session.apply_patch(
         "*** Begin Patch\n*** Update File: dst/renamed.txt\n*** Move to: final.txt\n"
-        "*** End Patch\n",
+        "@@\n one\n-TWO\n+2\n*** End Patch\n",
         message_id="m2",
     )
     session.rewind("m1")
