@@ -140,10 +140,16 @@ class _Pool:
     def call(self, request: object, check: Callable[[], None]) -> Any:
         with self._lock:
             worker = self._idle.pop() if self._idle else None
+        fresh = worker is None
         if worker is None:
             worker = _Worker()
         try:
             answer = worker.call(request, check)
+        except WorkerFailed:
+            worker.stop()
+            if fresh:
+                raise
+            return self.call(request, check)  # an idle worker died (killed): one more try
         except BaseException:
             worker.stop()
             self.warm()  # the next call, typically soon, finds a worker started
@@ -182,7 +188,7 @@ def search_files(
     """The matching lines of these files (path, bytes), as ``_grep_py.search_bytes``
     finds them, searched by a worker; CANCELLED as soon as ``check`` raises it.
 
-    Spec: LIMIT-031, LIMIT-032.
+    Spec: LIMIT-031.
     """
     pattern, ignore_case = _flags(query)
     matches: list[GrepMatch] = []
@@ -206,7 +212,7 @@ def match_lines(
 ) -> list[GrepMatch]:
     """Those of the candidate lines (path, line number, text) the regex matches.
 
-    Spec: LIMIT-031, LIMIT-032.
+    Spec: LIMIT-031.
     """
     pattern, ignore_case = _flags(query)
     matches: list[GrepMatch] = []

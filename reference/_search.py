@@ -680,7 +680,7 @@ def grep(
     check()
     check_text("pattern", pattern, empty=True, max_chars=limits.grep_pattern_chars)
     query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
-    _grep_worker.warm()  # the regex runs in a worker process (LIMIT-032): it boots meanwhile
+    _grep_worker.warm()  # the regex runs in a worker process (LIMIT-031): it boots meanwhile
     limit = _check_max(max_results, "max_results")
     include_spec = _include(include, limits)
     mode = workspace.grep_backend
