@@ -63,9 +63,11 @@ class RawServer:
         self._lines.put(None)
 
     def send(self, line: bytes) -> None:
+        """Write one line; to a server that exited, nothing (``answer`` then finds none)."""
         assert self.process.stdin is not None
-        self.process.stdin.write(line.rstrip(b"\n") + b"\n")
-        self.process.stdin.flush()
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.write(line.rstrip(b"\n") + b"\n")
+            self.process.stdin.flush()
 
     def request(self, message: dict[str, Any]) -> None:
         self.send(json.dumps(message).encode("utf-8"))
