@@ -45,7 +45,10 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the worker
         import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a killed server leaves no worker
+        # PR_SET_PDEATHSIG: a killed server leaves no worker. Linux sends it when the
+        # thread that started the worker ends, too: the pool then finds an idle worker
+        # dead and starts another (``_Pool.call``), which costs a start, never an answer.
+        libc.prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # not Linux: the worker still ends at the end of its input
 

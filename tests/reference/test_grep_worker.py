@@ -137,3 +137,29 @@ def _worker_children() -> list[tuple[str, float]]:
             continue
         found.append((fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")))
     return found
+
+
+def test_the_worker_answers_files_and_lines_as_the_backend_would() -> None:
+    from editspec.reference import _grep_child
+
+    queries: dict[tuple[str, bool], Any] = {}
+    files = [("a.txt", b"one\nneedle two\n"), ("bin", b"needle\0"), ("b.txt", b"NEEDLE\n")]
+    assert _grep_child.answer(("files", "ne+dle", True, files), queries) == [
+        ("a.txt", 2, 1, "needle two"),
+        ("b.txt", 1, 1, "NEEDLE"),
+    ]
+    assert _grep_child.answer(("lines", "d+l", False, ["needle", "no", "xddl"]), queries) == [
+        4,
+        0,
+        2,
+    ]
+    for number in range(_grep_child.KEPT_QUERIES + 1):  # the cache of compiled patterns
+        _grep_child.answer(("lines", f"x{number}", False, ["x1"]), queries)
+    assert len(queries) <= _grep_child.KEPT_QUERIES
+
+
+def test_a_request_the_worker_cannot_answer_is_an_io_error() -> None:
+    with pytest.raises(ToolError) as caught:
+        _grep_worker._call(("lines", "(", False, ["x"]), lambda: None)
+    assert caught.value.code == "IO_ERROR"
+    assert "grep worker failed" in caught.value.message
