@@ -163,3 +163,35 @@ def test_a_request_the_worker_cannot_answer_is_an_io_error() -> None:
         _grep_worker._call(("lines", "(", False, ["x"]), lambda: None)
     assert caught.value.code == "IO_ERROR"
     assert "grep worker failed" in caught.value.message
+
+
+def test_what_the_worker_runs_matches_line_by_line() -> None:
+    from editspec.reference._grep_py import search_bytes
+
+    def found(pattern: str, data: bytes) -> list[tuple[int, int, str]]:
+        query = compile_query(pattern)
+        return [(m.line, m.column, m.text) for m in search_bytes(query, data, "f")]
+
+    # No required literal: every line is tried; CR before LF is not part of the line.
+    assert found(r"\d$", b"a1\r\nb\nc2") == [(1, 2, "a1"), (3, 2, "c2")]
+    assert found(r"^$", b"\xef\xbb\xbf\n\nx\n") == [(1, 1, ""), (2, 1, "")]
+    # A required literal: only lines around it; CRLF kept out of the text.
+    assert found("ne+dle", b"x\r\nneedle\r\n") == [(2, 1, "needle")]
+    assert found("needle", b"nothing here\n") == []  # the byte filter rejects the file
+    assert found("needle", b"\xef\xbb\xbfneedle") == [(1, 1, "needle")]
+
+
+def test_concurrent_greps_each_get_a_worker(root: Path, session: Any) -> None:
+    (root / "a.txt").write_text("needle\n")
+    results: list[int] = []
+
+    def grep() -> None:
+        results.append(len(session.grep("ne+dle").matches))
+
+    threads = [threading.Thread(target=grep) for _ in range(_grep_worker.IDLE_WORKERS + 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert results == [1] * len(threads)
+    assert len(_grep_worker._POOL._idle) <= _grep_worker.IDLE_WORKERS
