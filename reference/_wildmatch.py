@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 
 # The regular expression that matches nothing.
 NEVER = "(?!)"
@@ -161,6 +162,17 @@ def _bracket(pattern: str, start: int, pathname: bool) -> tuple[str, int] | None
 
 
 _ATOMIC_NAMES = itertools.count()
+ATOMIC_ADDS_GROUPS = sys.version_info < (3, 11)
+"""Whether ``translate(..., atomic=True)`` adds (named) groups: before Python 3.11 ``re``
+has no atomic group, and a lookahead with a backreference stands in for one."""
+
+
+def _first_place(one: str, part: str) -> str:
+    """Any run of ``one`` up to the first place ``part`` matches, never another place."""
+    if not ATOMIC_ADDS_GROUPS:
+        return f"(?>{one}*?{part})"
+    name = f"w{next(_ATOMIC_NAMES)}"
+    return f"(?=(?P<{name}>{one}*?{part}))(?P={name})"
 
 
 def _piece(pattern: str, index: int, pathname: bool) -> tuple[str, int, bool] | None:
@@ -174,7 +186,7 @@ def _piece(pattern: str, index: int, pathname: bool) -> tuple[str, int, bool] | 
         ch = pattern[index]
         if ch == "*":
             return "".join(out), index, True
-        if ch == "/":
+        if ch == "/" and pathname:
             break
         if ch == "\\":
             if index + 1 >= end:
@@ -199,14 +211,15 @@ def _piece(pattern: str, index: int, pathname: bool) -> tuple[str, int, bool] | 
 def translate(pattern: str, *, pathname: bool, atomic: bool = False) -> str:
     """Regex source (for ``fullmatch`` with DOTALL) equivalent to ``wildmatch(pattern, .)``.
 
-    ``atomic`` (with ``pathname``): a ``*`` followed, in the same segment, by a fixed-length
+    ``atomic``: a ``*`` followed (in the same segment, with ``pathname``) by a fixed-length
     part and another ``*`` takes the first place where that part matches, never trying
-    another (``(?=(?P<w>[^/]*?PART))(?P=w)``, an atomic group that Python 3.10 can write).
-    The first place is always right: the next ``*`` can take whatever a later place would
-    have skipped, since no unit of the segment is a ``/``. So a segment with many ``*``
-    is matched in linear time instead of backtracking through every split of a name
-    (``*a*a*a*a*a*a*a*a*b`` against 250 a's). The match is the same; the groups it adds
-    are named, so only a caller that does not number groups may ask for it (Glob).
+    another (an atomic group ``(?>[^/]*?PART)``; before Python 3.11, which has none,
+    ``(?=(?P<w>[^/]*?PART))(?P=w)``). The first place is always right: the next ``*``
+    can take whatever a later place would have skipped (with ``pathname`` no unit of the
+    segment is a ``/``). So a pattern with many ``*`` is matched in linear time instead
+    of backtracking through every split of a name (``*a*a*a*a*a*a*a*a*b`` against 250
+    a's). The match is the same; where ``ATOMIC_ADDS_GROUPS``, only a caller that does
+    not number groups may ask for it.
     """
     out: list[str] = []
     index = 0
@@ -240,14 +253,13 @@ def translate(pattern: str, *, pathname: bool, atomic: bool = False) -> str:
                     out.append(".*/")
                     index = run_end + 2
                     continue
-            if atomic and pathname:
+            if atomic:
                 piece = _piece(pattern, run_end, pathname)
                 if piece is None:
                     return NEVER
                 part, piece_end, another_star = piece
                 if another_star and part:
-                    name = f"w{next(_ATOMIC_NAMES)}"
-                    out.append(f"(?=(?P<{name}>[^/]*?{part}))(?P={name})")
+                    out.append(_first_place(one, part))
                     index = piece_end
                     continue
             out.append("[^/]*" if pathname else ".*")
