@@ -68,7 +68,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from editspec.reference import _errors
-from editspec.reference._grep_py import SKIPPED_ERRNOS, search_bytes
+from editspec.reference._grep_py import SKIPPED_ERRNOS
 from editspec.reference._grep_query import (
     BINARY_SNIFF_BYTES,
     BOM,
@@ -76,7 +76,9 @@ from editspec.reference._grep_query import (
     GrepQuery,
     decode_line,
     is_binary,
+    may_match,
 )
+from editspec.reference._grep_worker import match_lines, search_files
 from editspec.reference._ignore import GITIGNORE, INFO_EXCLUDE
 from editspec.reference._results import GrepMatch
 from editspec.reference._walk import DIR, FILE, GIT_DIR, OTHER, SYMLINK
@@ -393,8 +395,7 @@ def _verify(
     by_group: dict[int, list[str]] = {}
     for index, name in candidates:
         by_group.setdefault(index, []).append(name)
-    search = query.regex.search
-    matches: list[GrepMatch] = []
+    lines: list[tuple[str, int, str]] = []
     for index in sorted(by_group):
         check()
         group = groups[index]
@@ -407,13 +408,8 @@ def _verify(
             if is_binary(head) or head == BOM:
                 continue  # binary, or nothing but a BOM: no line at all
             for number, raw in candidates[(index, name)]:
-                line = decode_line(raw, number == 1)
-                match = search(line)
-                if match is not None:
-                    matches.append(
-                        GrepMatch(path=path, line=number, column=match.start() + 1, text=line)
-                    )
-    return matches
+                lines.append((path, number, decode_line(raw, number == 1)))
+    return match_lines(query, lines, check)  # in a grep worker: a deadline stops it
 
 
 # -- ripgrep's own walk ------------------------------------------------------------------
@@ -678,9 +674,8 @@ def _verify_tree(
     """Python's verdict on ripgrep's candidate lines: a file with a NUL in its first
     8 KiB is binary; one with a NUL further on is searched again by the Python backend
     (ripgrep split its lines at the NUL); every other line is checked with ``re``."""
-    search = query.regex.search
     prefix = reported + "/" if reported else ""
-    matches: list[GrepMatch] = []
+    candidates: list[tuple[str, int, str]] = []
     again: dict[str, list[str]] = {}
     for below, found in lines.items():
         offset = binary.get(below)
@@ -700,10 +695,8 @@ def _verify_tree(
                 if number == 1:
                     line = line.removeprefix("\ufeff")
                 line = line.removesuffix("\r")
-            match = search(line)
-            if match is not None:
-                column = match.start() + 1
-                matches.append(GrepMatch(path=path, line=number, column=column, text=line))
+            candidates.append((path, number, line))
+    matches = match_lines(query, candidates, check)  # in a grep worker: a deadline stops it
     base = os.path.join(root, *start.split("/")) if start else root
     for directory, names in sorted(again.items()):
         check()
@@ -714,5 +707,6 @@ def _verify_tree(
                 if data.errno in SKIPPED_ERRNOS:
                     continue
                 raise _errors.from_oserror(data, shown + name, action="grep")
-            matches.extend(search_bytes(query, data, shown + name))
+            if may_match(query, data):
+                matches.extend(search_files(query, [(shown + name, data)], check))
     return matches

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 import attrs
 import pathspec
 
-from editspec.reference import _errors, _grep_py, _grep_rg, _wildmatch
+from editspec.reference import _errors, _grep_py, _grep_rg, _grep_worker, _wildmatch
 from editspec.reference._arguments import (
     check_bool,
     check_finite,
@@ -220,7 +220,7 @@ class GlobPattern:
         self._prefixes: list[tuple[list[str], int | None]] = []
         for alternative in _wildmatch.expand_braces(pattern):
             segments, dir_only = self._normalize(alternative, root, workspace_root)
-            source = _wildmatch.translate("/".join(segments), pathname=True)
+            source = _wildmatch.translate("/".join(segments), pathname=True, atomic=True)
             dirs.append(source)
             if not dir_only:
                 files.append(source)
@@ -680,6 +680,7 @@ def grep(
     check()
     check_text("pattern", pattern, empty=True, max_chars=limits.grep_pattern_chars)
     query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
+    _grep_worker.warm()  # the regex runs in a worker process (LIMIT-031): it boots meanwhile
     limit = _check_max(max_results, "max_results")
     include_spec = _include(include, limits)
     mode = workspace.grep_backend

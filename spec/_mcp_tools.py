@@ -38,6 +38,7 @@ from editspec.reference import (
     Workspace,
     WriteResult,
 )
+from editspec.spec._jsonrpc_guard import excerpt
 
 DEFAULT_SESSION = "default"
 
@@ -106,7 +107,8 @@ def _check_edits(value: Any) -> list[EditSpec]:
             raise _invalid(f"edits[{index}] must be an object", argument="edits")
         unknown = sorted(set(item) - set(_EDIT_FIELDS))
         if unknown:
-            raise _invalid(f"edits[{index}] has unknown fields {unknown}", argument="edits")
+            shown = ", ".join(excerpt(name) for name in unknown[:10])
+            raise _invalid(f"edits[{index}] has unknown fields [{shown}]", argument="edits")
         fields: dict[str, Any] = {}
         for name, field in _EDIT_FIELDS.items():
             if item.get(name) is None:
@@ -124,7 +126,10 @@ def check_arguments(tool: ToolDef, arguments: Mapping[str, Any] | None) -> dict[
     known = {arg.name for arg in tool.args} | ({"session_id"} if tool.sessions else set())
     unknown = sorted(set(given) - known)
     if unknown:
-        raise _invalid(f"{tool.name} has no argument {', '.join(unknown)}", arguments=unknown)
+        # Names quoted as excerpts, at most ten: an unknown key may be megabytes long.
+        shown = [excerpt(name) for name in unknown[:10]]
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        raise _invalid(f"{tool.name} has no argument {', '.join(shown)}{more}", arguments=shown)
     checked: dict[str, Any] = {}
     for arg in tool.args:
         value = given.get(arg.name)

@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any
 
 from editspec.reference import ToolError, Workspace
+from editspec.spec._jsonrpc_guard import excerpt
 from editspec.spec._mcp_tools import (
     DEFAULT_SESSION,
     TOOLS,
@@ -132,7 +133,7 @@ def build_server(workspace: Workspace) -> Any:
         if tool is None:
             # A protocol error, as the MCP specification has it for an unknown tool: no
             # tool ran, so there is no tool result to report.
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {excerpt(params.name)}")
         try:
             data = await anyio.to_thread.run_sync(
                 partial(run_tool, workspace, tool, params.arguments)
