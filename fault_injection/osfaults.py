@@ -7,8 +7,8 @@ a ``with`` block and counts the *mutating* calls: ``open`` with ``O_CREAT``/``O_
 (or a writing ``open()`` mode), ``write``, ``fsync``, ``replace``, ``rename``, ``link``,
 ``unlink``, ``mkdir``, ``rmdir``, ``chmod``, ``truncate``, ``utime`` and their kin.
 
-* ``count_mutations()`` runs a clean block and records the calls (``trace``).
-* ``crash_at(n)``: the n-th mutating call does not happen and the process is dead from
+* no plan: a clean block, whose calls are recorded (``trace``).
+* ``crash_at=n``: the n-th mutating call does not happen and the process is dead from
   then on: every later call of an intercepted function (the mutating ones, and ``open``,
   ``close``, ``stat``, ``read``, ``listdir``, ``scandir``, ``readlink``, ``flock`` ...)
   raises ``SimulatedCrash`` (a ``BaseException``, so no ``except Exception`` cleanup runs,
@@ -16,12 +16,12 @@ a ``with`` block and counts the *mutating* calls: ``open`` with ``O_CREAT``/``O_
   opened is closed, as the kernel would, which also drops its ``flock`` locks. The context
   manager ends the block quietly (whatever a ``finally`` raised after the crash goes with
   it), so the clause goes on to restart the driver and inspect the disk.
-* ``fail_at(n, errno)``: the n-th mutating call raises ``OSError(errno)`` without
+* ``fail_at=n, fail_errno=errno``: the n-th mutating call raises ``OSError(errno)`` without
   reaching the disk; later calls proceed.
-* ``fail_from(n, errno)``: the n-th mutating call and every later one raise
+* ``fail_later=True`` too: the n-th mutating call and every later one raise
   ``OSError(errno)`` (a disk that went bad): a rollback started by the first failure
   fails too.
-* ``call_at(n, action)``: ``action()`` runs (unintercepted) just before the n-th mutating
+* ``call_at=n, action=action``: ``action()`` runs (unintercepted) just before the n-th mutating
   call, which then proceeds: an external change at an exact point of the operation.
 
 Files opened for writing through ``open()`` are opened unbuffered while intercepted, so
@@ -34,7 +34,8 @@ the flags: a directory opened to be fsynced matters), ``close``, the mutating ca
 the bytes each write put in a file opened through ``open()`` (text encoded, with their
 offset). They run unintercepted, so they may inspect the disk.
 ``editspec.fault_injection.ostrace`` turns them into the trace the power-loss model
-replays.
+replays. The clauses' helpers over it (``crash_at(n)``, ...) are in
+``editspec.spec.crash``.
 """
 
 from __future__ import annotations
@@ -45,114 +46,32 @@ import errno as _errno
 import io
 import os
 import pathlib
-import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-import attrs
-
-from editspec.fault_injection import SimulatedCrash
-from editspec.spec import _calls
+from editspec.fault_injection.faultfs import SimulatedCrash
+from editspec.fault_injection.oscalls import (
+    ALWAYS_MUTATING,
+    CREATING_FLAGS,
+    FCNTL_FUNCTIONS,
+    REFUSED_AFTER_CRASH,
+    SUPPORT_SETS,
+    Observer,
+    OsCall,
+    OsEvent,
+    descriptor_kind,
+    flags_of,
+    paths_of,
+)
 
 try:
     import fcntl as _fcntl
 except ImportError:  # pragma: no cover - Windows
     _fcntl = None  # type: ignore[assignment]
 
-__all__ = [
-    "OsCall",
-    "OsEvent",
-    "OsInterceptor",
-    "SimulatedCrash",
-    "call_at",
-    "count_mutations",
-    "crash_at",
-    "fail_at",
-    "fail_from",
-]
-
-# Functions of ``os`` whose every call changes the disk (those present on this platform).
-_ALWAYS_MUTATING: tuple[str, ...] = (
-    "write",
-    "pwrite",
-    "writev",
-    "pwritev",
-    "sendfile",
-    "copy_file_range",
-    "ftruncate",
-    "truncate",
-    "fsync",
-    "fdatasync",
-    "sync",
-    "replace",
-    "rename",
-    "link",
-    "symlink",
-    "unlink",
-    "remove",
-    "mkdir",
-    "rmdir",
-    "chmod",
-    "fchmod",
-    "lchmod",
-    "chown",
-    "fchown",
-    "lchown",
-    "utime",
-    "mkfifo",
-    "mknod",
-)
-# Functions without an effect on the disk that a dead process cannot call either: after a
-# crash they raise too, so cleanup code cannot even inspect the files it would repair.
-_REFUSED_AFTER_CRASH: tuple[str, ...] = (
-    "stat",
-    "lstat",
-    "fstat",
-    "read",
-    "pread",
-    "readv",
-    "lseek",
-    "listdir",
-    "scandir",
-    "readlink",
-    "access",
-    "dup",
-    "dup2",
-)
-_FCNTL_FUNCTIONS: tuple[str, ...] = ("flock", "lockf", "fcntl")
-_CREATING_FLAGS = os.O_CREAT | os.O_TRUNC
-_SUPPORT_SETS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")
-
-
-@attrs.frozen
-class OsEvent:
-    """A call that succeeded: ``name`` is the ``os`` function (or ``"open"`` for ``open()``,
-    ``"file.write"`` and ``"file.close"`` for its file objects); ``index`` the mutating
-    call it was counted as (0: not counted). For ``file.write``, ``args`` is
-    ``(fd, data, offset)``: the bytes that reached the file and where."""
-
-    name: str
-    index: int
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
-    result: Any = None
-
-
-Observer = Callable[[OsEvent], None]
-
-
-@attrs.frozen
-class OsCall:
-    """One intercepted call: ``index`` counts mutating calls from 1 (0: not mutating)."""
-
-    index: int
-    name: str
-    detail: str
-    kind: str = ""  # "file" or "dir" for calls on a descriptor, when known
-    paths: tuple[str, ...] = ()  # the path arguments, as given (names relative to a dir_fd)
+__all__ = ["OsCall", "OsEvent", "OsInterceptor", "SimulatedCrash"]
 
 
 class _Interception:
@@ -205,20 +124,20 @@ class OsInterceptor:
             if _Interception.active is not None:
                 raise RuntimeError("an OsInterceptor is already active in this process")
             _Interception.active = self
-        for name in ("open", "close", *_ALWAYS_MUTATING, *_REFUSED_AFTER_CRASH):
+        for name in ("open", "close", *ALWAYS_MUTATING, *REFUSED_AFTER_CRASH):
             original = getattr(os, name, None)
             if original is None:
                 continue
             self._originals[name] = original
             wrapper = self._wrap(name, original)
             setattr(os, name, wrapper)
-            for set_name in _SUPPORT_SETS:
+            for set_name in SUPPORT_SETS:
                 support = getattr(os, set_name, None)
                 if isinstance(support, set) and original in support:
                     support.add(wrapper)
                     self._added_support.append((support, wrapper))
         if _fcntl is not None:
-            for name in _FCNTL_FUNCTIONS:
+            for name in FCNTL_FUNCTIONS:
                 original = getattr(_fcntl, name)
                 self._fcntl_originals[name] = original
                 setattr(_fcntl, name, self._refusing(name, original))
@@ -304,7 +223,7 @@ class OsInterceptor:
 
     def _step(self, name: str, args: tuple[Any, ...], kind: str = "", extra: str = "") -> int:
         """Account for one mutating call about to happen; raise the planned fault."""
-        paths = _paths(args)
+        paths = paths_of(args)
         detail = " ".join(
             [*paths, *([f"fd={args[0]}"] if args and isinstance(args[0], int) else []), extra]
         ).strip()
@@ -356,7 +275,7 @@ class OsInterceptor:
             return self._wrap_open(original)
         if name == "close":
             return self._wrap_close(original)
-        if name in _REFUSED_AFTER_CRASH:
+        if name in REFUSED_AFTER_CRASH:
             return self._refusing(name, original)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -364,7 +283,7 @@ class OsInterceptor:
                 return original(*args, **kwargs)
             kind = ""
             if name in ("fsync", "fdatasync") and args and isinstance(args[0], int):
-                kind = _descriptor_kind(args[0])
+                kind = descriptor_kind(args[0])
             index = self._step(name, args, kind)
             result = original(*args, **kwargs)
             self._notify(name, index, args, kwargs, result)
@@ -389,7 +308,7 @@ class OsInterceptor:
             if self._passthrough():
                 return int(original(path, flags, *args, **kwargs))
             index = 0
-            if flags & _CREATING_FLAGS:
+            if flags & CREATING_FLAGS:
                 index = self._step("open", (path,), extra=f"flags={flags:#o}")
             else:
                 self._refuse_if_dead("open")
@@ -458,7 +377,7 @@ class OsInterceptor:
             fd = handle.fileno()
         except (OSError, ValueError, AttributeError):
             return
-        self._notify("open", index, (file, _flags_of(mode)), {}, fd)
+        self._notify("open", index, (file, flags_of(mode)), {}, fd)
 
 
 class _ObservedFileIO(io.FileIO):
@@ -485,18 +404,6 @@ class _ObservedFileIO(io.FileIO):
         super().close()
         if fd >= 0 and not self._owner.crashed:
             self._owner._notify("file.close", 0, (fd,), {})
-
-
-def _flags_of(mode: str) -> int:
-    """The ``os.open`` flags of an ``open()`` mode."""
-    flags = os.O_RDWR if "+" in mode else os.O_RDONLY if "r" in mode else os.O_WRONLY
-    if "w" in mode:
-        flags |= os.O_CREAT | os.O_TRUNC
-    elif "x" in mode:
-        flags |= os.O_CREAT | os.O_EXCL
-    elif "a" in mode:
-        flags |= os.O_CREAT | os.O_APPEND
-    return flags
 
 
 class _CountingFile:
@@ -539,67 +446,3 @@ class _CountingFile:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._handle, name)
-
-
-def _paths(args: tuple[Any, ...]) -> tuple[str, ...]:
-    return tuple(
-        os.fsdecode(os.fspath(value))
-        for value in args[:2]
-        if isinstance(value, (str, bytes, os.PathLike))
-    )
-
-
-def _descriptor_kind(fd: int) -> str:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return ""
-    return "dir" if stat.S_ISDIR(mode) else "file"
-
-
-@contextmanager
-def count_mutations() -> Iterator[OsInterceptor]:
-    """Run the block unfaulted; ``.mutations`` and ``.trace`` tell what it did."""
-    _calls.note("python_fs")
-    with OsInterceptor() as interceptor:
-        yield interceptor
-
-
-@contextmanager
-def crash_at(n: int) -> Iterator[OsInterceptor]:
-    """Kill the process at the n-th mutating call; ``.crashed`` says whether it happened."""
-    _calls.note("python_fs")
-    if n < 1:
-        raise ValueError("crash points count from 1")
-    with OsInterceptor(crash_at=n) as interceptor:
-        yield interceptor
-
-
-@contextmanager
-def fail_at(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
-    """Make the n-th mutating call fail with ``OSError(errno)``; later calls proceed."""
-    _calls.note("python_fs")
-    if n < 1:
-        raise ValueError("fault points count from 1")
-    with OsInterceptor(fail_at=n, fail_errno=errno) as interceptor:
-        yield interceptor
-
-
-@contextmanager
-def fail_from(n: int, errno: int = _errno.EIO) -> Iterator[OsInterceptor]:
-    """Make the n-th mutating call and every later one fail with ``OSError(errno)``."""
-    _calls.note("python_fs")
-    if n < 1:
-        raise ValueError("fault points count from 1")
-    with OsInterceptor(fail_at=n, fail_errno=errno, fail_later=True) as interceptor:
-        yield interceptor
-
-
-@contextmanager
-def call_at(n: int, action: Callable[[], object]) -> Iterator[OsInterceptor]:
-    """Run ``action()`` just before the n-th mutating call, then let that call proceed."""
-    _calls.note("python_fs")
-    if n < 1:
-        raise ValueError("hook points count from 1")
-    with OsInterceptor(call_at=n, action=action) as interceptor:
-        yield interceptor

@@ -57,6 +57,7 @@ from editspec.fault_injection._durability import (
     simulate,
     states_at,
 )
+from editspec.reference import Workspace
 
 __all__ = [
     "BLOCK",
@@ -178,7 +179,6 @@ def check_recovered(
 
 
 def default_open_workspace(root: str, state_dir: str) -> object:
-    from editspec.reference import Workspace
 
     return Workspace(root, state_dir)
 

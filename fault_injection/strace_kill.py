@@ -19,7 +19,7 @@ Theory of operation:
   that is not traced).
 * Then, for each system call and each N: a fresh workspace (the scenario's initial
   tree), the server started under strace through the MCP adapter
-  (``editspec.spec.drivers.mcp``), ``prepare`` (e.g. the reads that authorize a write),
+  (``editspec.contract.drivers.mcp``), ``prepare`` (e.g. the reads that authorize a write),
   then the operation; the connection is expected to die. The run's strace log says where
   the process died: before the operation was issued, during it, or not at all (a
   multi-threaded server may spread its calls differently over its threads from one run
@@ -55,6 +55,7 @@ from typing import Any
 
 import attrs
 
+from editspec.contract.drivers.mcp import McpDriver
 from editspec.fault_injection import trees
 
 #: System calls worth a kill, grouped by what they do. ``?`` lets strace skip a name the
@@ -332,7 +333,7 @@ class ProcessTarget:
 
     name: str
     command: tuple[str, ...]
-    server_map: Any  # editspec.spec.drivers._mcp_map.ServerMap
+    server_map: Any  # editspec.contract.drivers._mcp_map.ServerMap
     syscalls: tuple[str, ...]
     attach: bool = False
 
@@ -425,7 +426,6 @@ class _Sandbox:
 
 
 def _driver(command: Sequence[str], target: ProcessTarget, box: _Sandbox) -> Any:
-    from editspec.spec.drivers.mcp import McpDriver
 
     return McpDriver(list(command), target.server_map, box.root, box.state_dir)
 

@@ -58,6 +58,7 @@ from editspec.fault_injection._durability import (
     Recording,
     Simulation,
     TraceOp,
+    capture_image,
 )
 from editspec.fault_injection.strace_log import (
     STRING_LIMIT,
@@ -139,7 +140,6 @@ class StraceRecording(Recording):
 
     def start(self, source: Any = None) -> None:
         """Capture the image of the roots now (no observer: the log is read later)."""
-        from editspec.fault_injection._durability import capture_image
 
         self.initial = capture_image(self.roots)
         self.ops = []

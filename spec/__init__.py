@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from editspec.contract import (
+    CAPABILITIES,
+    CONTRACT_VERSION,
+    PROFILES,
+    Driver,
+    DriverFactory,
+    Profile,
+    Session,
+)
 from editspec.spec._assertions import (
     Inconclusive,
     MissingField,
@@ -28,15 +37,6 @@ from editspec.spec._assertions import (
 )
 from editspec.spec._calls import setup
 from editspec.spec._clauses import MAY, MUST, SHOULD, Clause, ClauseDefinitionError, clause
-from editspec.spec.contract import (
-    CAPABILITIES,
-    CONTRACT_VERSION,
-    PROFILES,
-    Driver,
-    DriverFactory,
-    Profile,
-    Session,
-)
 
 # Imported on first use: they pull in the fault-injection machinery.
 _LAZY = {

@@ -63,7 +63,7 @@ def insert_markers(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from editspec.spec.drivers import DriverSpec, factory_for
+    from editspec.contract.drivers import DriverSpec, factory_for
 
     args = json.loads((argv if argv is not None else sys.argv[1:])[0])
     factory = factory_for(DriverSpec.from_dict(args["driver"]))

@@ -25,9 +25,9 @@ from typing import Any
 
 import attrs
 
+from editspec.contract import Driver, DriverFactory
 from editspec.spec import _calls
 from editspec.spec._assertions import WrongCode, mark_from_implementation
-from editspec.spec.contract import Driver, DriverFactory
 
 _LONGEST_PATH = 4096  # bytes: Linux PATH_MAX
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import attrs
 
-from editspec.spec._assertions import MissingField
+from editspec.contract.verdicts import MissingField
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -348,7 +348,7 @@ def _fallbacks(
 
 def default_map() -> ServerMap:
     """The conventions of ``editspec serve``, used when no map file is given."""
-    from editspec.spec.drivers.reference import CAPABILITIES
+    from editspec.contract.drivers.reference import CAPABILITIES
 
     return ServerMap(
         name=None,
@@ -368,7 +368,7 @@ def default_map() -> ServerMap:
 
 def load_map(path: str | Path) -> ServerMap:
     """Read and check a map file (``MapError`` says what is wrong, and where)."""
-    from editspec.spec.contract import CAPABILITIES, error_codes
+    from editspec.contract import CAPABILITIES, error_codes
 
     source = str(path)
     try:

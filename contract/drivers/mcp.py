@@ -45,8 +45,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from editspec.spec._assertions import WrongBehaviour
-from editspec.spec.drivers._mcp_map import (
+from editspec.contract.drivers._mcp_map import (
     EDIT_FIELDS,
     OPERATIONS,
     FieldNotReported,
@@ -63,6 +62,7 @@ from editspec.spec.drivers._mcp_map import (
     read_lines,
     to_record,
 )
+from editspec.contract.verdicts import WrongBehaviour
 
 _STDERR_TAIL = 4000
 _START_TIMEOUT = 120.0
@@ -490,7 +490,7 @@ class McpDriver:
         )
 
     def _error(self, result: Any) -> Exception:
-        from editspec.spec.contract import is_error_code
+        from editspec.contract import is_error_code
 
         text = self._text(result)
         structured = result.structured_content
@@ -805,7 +805,7 @@ def shared_server_capabilities(server_map: ServerMap) -> frozenset[str]:
 def _load_map(map_path: str | None) -> ServerMap:
     import importlib.util
 
-    from editspec.spec.drivers import DriverLoadError
+    from editspec.contract.drivers import DriverLoadError
 
     if importlib.util.find_spec("mcp") is None:
         raise DriverLoadError("the MCP adapter needs the mcp SDK: install editspec[mcp]")
@@ -817,7 +817,7 @@ def _load_map(map_path: str | None) -> ServerMap:
 
 def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory:
     """The factory for ``--editspec-mcp=COMMAND [--editspec-mcp-map=FILE]``."""
-    from editspec.spec.drivers import DriverLoadError
+    from editspec.contract.drivers import DriverLoadError
 
     server_map = _load_map(map_path)
     try:
@@ -829,7 +829,7 @@ def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory
 
 def factory_from_url(url: str, map_path: str | None, *, root: str) -> McpUrlDriverFactory:
     """The factory for ``--editspec-mcp-url=URL --editspec-mcp-root=DIR`` (and a map)."""
-    from editspec.spec.drivers import DriverLoadError
+    from editspec.contract.drivers import DriverLoadError
 
     if not url.startswith(("http://", "https://")):
         raise DriverLoadError(f"--mcp-url takes an http:// or https:// URL, not {url!r}")
