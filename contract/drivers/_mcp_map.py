@@ -47,6 +47,7 @@ from typing import Any
 
 import attrs
 
+from editspec.contract import CAPABILITIES, error_codes
 from editspec.contract.verdicts import MissingField
 
 if sys.version_info >= (3, 11):
@@ -348,13 +349,14 @@ def _fallbacks(
 
 def default_map() -> ServerMap:
     """The conventions of ``editspec serve``, used when no map file is given."""
-    from editspec.contract.drivers.reference import CAPABILITIES
+    # imported when asked for: it loads the engine, which a map file needs none of
+    from editspec.contract.drivers.reference import CAPABILITIES as SERVED
 
     return ServerMap(
         name=None,
         # In-process only: python_fs, remote_acp, and grep_cancel (a deadline and a
         # threading.Event cannot cross a tool call).
-        capabilities=CAPABILITIES - {"python_fs", "remote_acp", "grep_cancel"},
+        capabilities=SERVED - {"python_fs", "remote_acp", "grep_cancel"},
         session_argument="session_id",
         protocol="auto",
         timeout=120.0,
@@ -368,8 +370,6 @@ def default_map() -> ServerMap:
 
 def load_map(path: str | Path) -> ServerMap:
     """Read and check a map file (``MapError`` says what is wrong, and where)."""
-    from editspec.contract import CAPABILITIES, error_codes
-
     source = str(path)
     try:
         with open(path, "rb") as handle:

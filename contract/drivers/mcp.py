@@ -30,21 +30,33 @@ and its server's state directory is its own (no ``journal_layout``).
 
 from __future__ import annotations
 
-import asyncio
-import atexit
 import base64
 import concurrent.futures
 import contextlib
+import importlib.util
 import os
 import secrets
-import shlex
 import signal
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from editspec.contract.drivers import DriverLoadError
+from editspec.contract.drivers._mcp_connection import (
+    START_TIMEOUT,
+    STOPPING,
+    Connection,
+    Loop,
+    McpToolError,
+    ServerError,
+    SharedConnection,
+    call_tool,
+    command_line,
+    leaves,
+    stopped,
+    wait_stopped,
+)
 from editspec.contract.drivers._mcp_map import (
     EDIT_FIELDS,
     OPERATIONS,
@@ -52,244 +64,12 @@ from editspec.contract.drivers._mcp_map import (
     Inexpressible,
     MapError,
     NotMapped,
-    Record,
     ServerMap,
     ToolMap,
     default_map,
-    dig,
     load_map,
-    parse_json_object,
-    read_lines,
-    to_record,
 )
-from editspec.contract.verdicts import WrongBehaviour
-
-_STDERR_TAIL = 4000
-_START_TIMEOUT = 120.0
-
-
-class McpToolError(Exception):
-    """A tool call the server failed with an error code from the table."""
-
-    def __init__(self, code: str, message: str, details: Any = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.details = details if isinstance(details, dict) else {}
-
-
-class UncodedToolError(Exception):
-    """A tool call the server refused (``isError``) without a code from the table."""
-
-
-class ServerError(WrongBehaviour):
-    """The server failed outside the contract: it died, broke the protocol, or hung.
-
-    A FAIL of kind ``wrong-behaviour``: the implementation's failure, not the suite's.
-    """
-
-
-# -- the event loop thread ----------------------------------------------------------------------
-
-
-class _Loop:
-    """One asyncio loop on a daemon thread, shared by every server of the process."""
-
-    _instance: _Loop | None = None
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=self.loop.run_forever, name="editspec-mcp", daemon=True)
-        thread.start()
-
-    @classmethod
-    def get(cls) -> _Loop:
-        with cls._lock:
-            if cls._instance is None:
-                cls._instance = _Loop()
-            return cls._instance
-
-    def submit(self, coroutine: Any) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-
-# -- one server process and its MCP connection ----------------------------------------------
-
-
-def command_line(command: str | Sequence[str], root: Path, state_dir: Path) -> list[str]:
-    """The server's argv: ``{root}`` and ``{state_dir}`` replaced in every word."""
-    words = shlex.split(command) if isinstance(command, str) else list(command)
-    if not words:
-        raise MapError("the MCP server command is empty")
-    return [
-        word.replace("{root}", os.fspath(root)).replace("{state_dir}", os.fspath(state_dir))
-        for word in words
-    ]
-
-
-def _leaves(exc: BaseException) -> str:
-    """An exception (group) as the errors it holds: what the task groups wrapped."""
-    inner = getattr(exc, "exceptions", None)
-    if isinstance(inner, (list, tuple)) and inner:
-        return "; ".join(_leaves(item) for item in inner)
-    return repr(exc)
-
-
-class _Connection:
-    """A running server and the SDK client connected to it (lives on the loop thread)."""
-
-    def __init__(
-        self, argv: list[str], protocol: str, url: str | None = None, cwd: str | None = None
-    ) -> None:
-        self.argv = argv
-        self.protocol = protocol
-        self.url = url  # Streamable HTTP to a running server; else argv is started (stdio)
-        self.cwd = cwd
-        # The server's stderr: kept for error messages, closed with the connection. The
-        # server shares its file offset, so it is opened O_APPEND: our reads move the
-        # offset, never where the server writes.
-        self.stderr = tempfile.TemporaryFile(  # noqa: SIM115
-            mode="a+", encoding="utf-8", errors="replace"
-        )
-        self.client: Any = None
-        self.tools: dict[str, Any] = {}
-        self.listing_problem: str | None = None
-        self.server_name = ""
-        self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self.finished: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._stop: asyncio.Event | None = None
-        self._stopping = False
-
-    def launch_argv(self) -> list[str]:
-        if os.name != "posix":
-            return self.argv
-        # The shell prints its pid, then exec keeps it for the server: kill() needs it.
-        return ["/bin/sh", "-c", 'echo "editspec-pid $$" >&2; exec "$@"', "sh", *self.argv]
-
-    async def run(self) -> None:
-        from mcp import Client, StdioServerParameters, stdio_client
-
-        self._stop = asyncio.Event()
-        if self._stopping:  # stopped before it started
-            self.ready.set_exception(ServerError("the MCP driver is closed"))
-            self.finished.set_result(None)
-            return
-        try:
-            if self.url is not None:
-                transport: Any = self.url  # the SDK's streamable_http_client
-            else:
-                argv = self.launch_argv()
-                env = dict(os.environ)
-                params = StdioServerParameters(
-                    command=argv[0], args=argv[1:], env=env, cwd=self.cwd
-                )
-                transport = _repaired(stdio_client(params, errlog=self.stderr), self)
-            async with Client(transport, mode=self.protocol) as client:
-                self.client = client
-                info = client.server_info
-                self.server_name = getattr(info, "name", "") or ""
-                await self._list_tools(client)
-                self.ready.set_result(None)
-                await self._stop.wait()
-        except BaseException as exc:
-            if not self.ready.done():
-                self.ready.set_exception(ServerError(f"the server did not start: {_leaves(exc)}"))
-            if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
-                raise
-        finally:
-            self.client = None
-            if not self.finished.done():
-                self.finished.set_result(None)
-
-    async def _list_tools(self, client: Any) -> None:
-        """Every tool the server lists, page by page."""
-        cursor = None
-        while True:
-            page = await client.list_tools(cursor=cursor)
-            self.tools.update({tool.name: tool for tool in page.tools})
-            cursor = page.next_cursor
-            if not cursor:
-                return
-
-    def stop(self, loop: asyncio.AbstractEventLoop) -> None:
-        loop.call_soon_threadsafe(self._request_stop)
-
-    def _request_stop(self) -> None:  # on the loop thread
-        self._stopping = True
-        if self._stop is not None:
-            self._stop.set()
-
-    def pid(self) -> int | None:
-        if self.url is not None:
-            return None
-        self.stderr.seek(0)
-        first = self.stderr.readline()
-        if first.startswith("editspec-pid "):
-            return int(first.split()[1])
-        return None
-
-    def stderr_tail(self) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            self.stderr.seek(0)
-            text = self.stderr.read()
-            lines = [line for line in text.splitlines() if not line.startswith("editspec-pid ")]
-            return "\n".join(lines)[-_STDERR_TAIL:]
-        return ""
-
-
-_STOPPING: set[_Connection] = set()
-
-
-def _stopped(connection: _Connection) -> None:
-    _STOPPING.discard(connection)
-    with contextlib.suppress(OSError, ValueError):
-        connection.stderr.close()
-
-
-def _wait_stopped(connection: _Connection, *, timeout: float) -> None:
-    with contextlib.suppress(concurrent.futures.TimeoutError):
-        connection.finished.result(timeout=timeout)
-    _stopped(connection)
-
-
-@atexit.register
-def _wait_for_stopping_servers() -> None:
-    for connection in list(_STOPPING):
-        _wait_stopped(connection, timeout=10)
-
-
-class SharedConnection:
-    """One connection to a running server for every driver of a URL factory.
-
-    Connecting takes longer than most clauses; the drivers' sessions are kept apart by
-    their ids, not by their connections. A connection that failed is replaced on the
-    next use; the last one is closed when the process ends.
-    """
-
-    def __init__(self, url: str, protocol: str) -> None:
-        self.url = url
-        self.protocol = protocol
-        self._connection: _Connection | None = None
-        self._lock = threading.Lock()
-        atexit.register(self.close)
-
-    def get(self, loop: _Loop) -> _Connection:
-        with self._lock:
-            connection = self._connection
-            if connection is None or connection.finished.done():
-                connection = _Connection([self.url], self.protocol, self.url)
-                self._connection = connection
-                loop.submit(connection.run())
-            return connection
-
-    def close(self) -> None:
-        with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.stop(_Loop.get().loop)
-            _wait_stopped(connection, timeout=10)
-
+from editspec.contract.drivers._mcp_results import error_of, record_of, require_unicode
 
 # -- the driver ------------------------------------------------------------------------------
 
@@ -328,15 +108,15 @@ class McpDriver:
             # One running server serves every clause: fresh session ids per driver keep
             # its read records and snapshot history apart (as a restarted server would).
             self._session_prefix = f"{secrets.token_hex(6)}-"
-        self._loop = _Loop.get()
-        self._connection: _Connection | None = None
+        self._loop = Loop.get()
+        self._connection: Connection | None = None
         self._shared = shared
         self._lock = threading.Lock()
         self._closed = False
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def _ready(self) -> _Connection:
+    def _ready(self) -> Connection:
         """The running server, started on first use (one start, whichever thread asks first)."""
         with self._lock:
             if self._closed:
@@ -345,13 +125,13 @@ class McpDriver:
             if self._shared is not None:
                 connection = self._shared.get(self._loop)
             elif connection is None:
-                connection = _Connection(self.argv, self.map.protocol, self.url, self.cwd)
+                connection = Connection(self.argv, self.map.protocol, self.url, self.cwd)
                 self._connection = connection
                 self._loop.submit(connection.run())
         try:
-            connection.ready.result(timeout=_START_TIMEOUT)
+            connection.ready.result(timeout=START_TIMEOUT)
         except concurrent.futures.TimeoutError:
-            raise ServerError(f"the server did not start within {_START_TIMEOUT:g} s") from None
+            raise ServerError(f"the server did not start within {START_TIMEOUT:g} s") from None
         except ServerError as exc:
             raise ServerError(f"{exc}\n{connection.stderr_tail()}".rstrip()) from None
         return connection
@@ -375,12 +155,12 @@ class McpDriver:
             return
         connection.stop(self._loop.loop)
         if wait:
-            _wait_stopped(connection, timeout=30)
+            wait_stopped(connection, timeout=30)
         else:
             # The next clause need not wait for this one's server to exit; the process
             # does, before it ends (atexit).
-            _STOPPING.add(connection)
-            connection.finished.add_done_callback(lambda _: _stopped(connection))
+            STOPPING.add(connection)
+            connection.finished.add_done_callback(lambda _: stopped(connection))
 
     def close(self) -> None:
         """Stop the server (stdin closed, then the SDK's terminate/kill escalation)."""
@@ -426,14 +206,14 @@ class McpDriver:
         """Call the tool of ``operation`` with the contract's argument values."""
         tool = self.tool(operation, live=True)
         arguments = self._arguments(tool, values)
-        _require_unicode(arguments, tool.name)
+        require_unicode(arguments, tool.name)
         if session_id is not None and self.map.session_argument and operation != "recover":
             arguments[self.map.session_argument] = self._session_prefix + session_id
         connection = self._ready()
         if tool.name not in connection.tools:
             names = " or ".join(repr(name) for name in tool.names)
             raise NotMapped(f"the server lists no tool {names} (for {operation})")
-        future = self._loop.submit(_call_tool(connection, tool.name, arguments))
+        future = self._loop.submit(call_tool(connection, tool.name, arguments))
         try:
             result = future.result(timeout=self.map.timeout)
         except concurrent.futures.TimeoutError:
@@ -441,10 +221,10 @@ class McpDriver:
             raise ServerError(f"{tool.name} did not answer within {self.map.timeout:g} s") from None
         except Exception as exc:
             tail = connection.stderr_tail()
-            raise ServerError(f"{tool.name} failed: {_leaves(exc)}\n{tail}".rstrip()) from exc
+            raise ServerError(f"{tool.name} failed: {leaves(exc)}\n{tail}".rstrip()) from exc
         if result.is_error:
-            raise self._error(result)
-        return self._result(tool, result)
+            raise error_of(self.map, result)
+        return record_of(self.map, tool, result, server=self.argv[0], root=os.fspath(self.root))
 
     def _arguments(self, tool: ToolMap, values: dict[str, Any]) -> dict[str, Any]:
         defaults = OPERATIONS[tool.operation]
@@ -481,137 +261,6 @@ class McpDriver:
                     item[target] = value
             items.append(item)
         return items
-
-    # -- reading what came back -------------------------------------------------------------
-
-    def _text(self, result: Any) -> str:
-        return "\n".join(
-            block.text for block in result.content if getattr(block, "type", "") == "text"
-        )
-
-    def _error(self, result: Any) -> Exception:
-        from editspec.contract import is_error_code
-
-        text = self._text(result)
-        structured = result.structured_content
-        code: Any = None
-        message, details = text, None
-        if self.map.code_field and isinstance(structured, dict):
-            with contextlib.suppress(KeyError):
-                code = dig(structured, self.map.code_field)
-            message = str(structured.get("message", text))
-            details = structured.get("details")
-        if code is None and self.map.code_pattern is not None:
-            found = self.map.code_pattern.search(text)
-            code = found.group("code") if found else None
-        if code is None:
-            rule = next((r for r in self.map.error_rules if r.pattern.search(text)), None)
-            code = rule.code if rule else None
-        if is_error_code(code):
-            return McpToolError(code, message, details)
-        # A refusal (isError) without a code from the table is the tool's wrong-code FAIL,
-        # as a Python driver's exception without one is (DESIGN §7).
-        if code is not None:
-            return UncodedToolError(
-                f"the server answered with a code outside the table {code!r}: {text}"
-            )
-        return UncodedToolError(f"the server refused without an error code: {text}")
-
-    def _result(self, tool: ToolMap, result: Any) -> Record:
-        text = self._text(result)
-        what = f"the {tool.operation} result of {self.map.name or self.argv[0]} ({tool.name})"
-        data: Any
-        if tool.result == "structured":
-            data = result.structured_content
-            if data is None:
-                data = parse_json_object(text)
-        elif tool.result == "json":
-            data = parse_json_object(text)
-        elif tool.result == "text":
-            data = {tool.text_field: text}
-        else:
-            data = read_lines(tool, text, os.fspath(self.root))
-        if not isinstance(data, dict):
-            raise ServerError(f"{what} is not an object: {text[:500]!r}")
-        fields = dict(data)
-        for field, source in tool.fields.items():
-            with contextlib.suppress(KeyError):
-                fields[field] = dig(data, source)
-        record = to_record(fields, what)
-        assert isinstance(record, Record)
-        return record
-
-
-def _require_unicode(value: Any, tool: str) -> None:
-    """A string that is not Unicode text (a lone surrogate) cannot be sent as JSON by the SDK:
-    the clause that needs one is UNSUPPORTED over MCP, not a failure of the server."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise Inexpressible(
-                f"{tool}: an argument holds a lone surrogate, which MCP's JSON text cannot carry"
-            ) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _require_unicode(key, tool)
-            _require_unicode(item, tool)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _require_unicode(item, tool)
-
-
-@contextlib.asynccontextmanager
-async def _repaired(transport: Any, connection: _Connection) -> Any:
-    """The server's messages, with one protocol defect mended and recorded.
-
-    A tool listing whose ``inputSchema`` lacks ``"type": "object"`` (as
-    ``@modelcontextprotocol/server-filesystem`` 2025.3.28 sends: ``{"$schema": ...}``
-    only) fails the SDK's validation of the whole list, and with it every clause. The
-    missing type is added here, at our side of the transport, and the defect is kept in
-    ``connection.listing_problem``: the file tools can still be judged, and the report
-    can say what the server got wrong.
-    """
-    import anyio
-    from mcp_types import JSONRPCResponse
-
-    async with transport as (read_stream, write_stream):
-        send, receive = anyio.create_memory_object_stream[Any](0)
-
-        async def relay() -> None:
-            async with send:
-                async for message in read_stream:
-                    inner = getattr(message, "message", None)
-                    if isinstance(inner, JSONRPCResponse):
-                        _mend_tool_listing(inner.result, connection)
-                    await send.send(message)
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(relay)
-            try:
-                yield receive, write_stream
-            finally:
-                group.cancel_scope.cancel()
-
-
-def _mend_tool_listing(result: dict[str, Any], connection: _Connection) -> None:
-    tools = result.get("tools")
-    if not isinstance(tools, list):
-        return
-    for tool in tools:
-        schema = tool.get("inputSchema") if isinstance(tool, dict) else None
-        if isinstance(schema, dict) and "type" not in schema:
-            schema["type"] = "object"
-            connection.listing_problem = (
-                f"tools/list: the inputSchema of {tool.get('name')!r} has no type "
-                '(the protocol requires "object"); mended to read the listing'
-            )
-
-
-async def _call_tool(connection: _Connection, name: str, arguments: dict[str, Any]) -> Any:
-    if connection.client is None:
-        raise ServerError("the server is gone")
-    return await connection.client.call_tool(name, arguments)
 
 
 class McpSession:
@@ -803,10 +452,6 @@ def shared_server_capabilities(server_map: ServerMap) -> frozenset[str]:
 
 
 def _load_map(map_path: str | None) -> ServerMap:
-    import importlib.util
-
-    from editspec.contract.drivers import DriverLoadError
-
     if importlib.util.find_spec("mcp") is None:
         raise DriverLoadError("the MCP adapter needs the mcp SDK: install editspec[mcp]")
     try:
@@ -817,8 +462,6 @@ def _load_map(map_path: str | None) -> ServerMap:
 
 def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory:
     """The factory for ``--editspec-mcp=COMMAND [--editspec-mcp-map=FILE]``."""
-    from editspec.contract.drivers import DriverLoadError
-
     server_map = _load_map(map_path)
     try:
         command_line(command, Path("root"), Path("state"))
@@ -829,8 +472,6 @@ def factory_from_options(command: str, map_path: str | None) -> McpDriverFactory
 
 def factory_from_url(url: str, map_path: str | None, *, root: str) -> McpUrlDriverFactory:
     """The factory for ``--editspec-mcp-url=URL --editspec-mcp-root=DIR`` (and a map)."""
-    from editspec.contract.drivers import DriverLoadError
-
     if not url.startswith(("http://", "https://")):
         raise DriverLoadError(f"--mcp-url takes an http:// or https:// URL, not {url!r}")
     return McpUrlDriverFactory(url, _load_map(map_path), root)

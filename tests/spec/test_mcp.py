@@ -19,6 +19,11 @@ import pytest
 
 import editspec.spec
 from editspec.contract.drivers import DriverLoadError
+from editspec.contract.drivers._mcp_connection import (
+    Connection,
+    UncodedToolError,
+    mend_tool_listing,
+)
 from editspec.contract.drivers._mcp_map import (
     FieldNotReported,
     MapError,
@@ -32,7 +37,6 @@ from editspec.contract.drivers.mcp import (
     McpDriver,
     McpToolError,
     ServerError,
-    UncodedToolError,
     command_line,
     factory_from_options,
 )
@@ -268,11 +272,9 @@ def test_a_map_names_tools_of_several_versions_and_the_servers_directory(tmp_pat
 
 
 def test_a_tool_listing_without_schema_types_is_mended_and_recorded() -> None:
-    from editspec.contract.drivers.mcp import _Connection, _mend_tool_listing
-
-    connection = _Connection(["unused"], "auto")
+    connection = Connection(["unused"], "auto")
     listing = {"tools": [{"name": "read_file", "inputSchema": {"$schema": "x"}},
                          {"name": "ok", "inputSchema": {"type": "object"}}]}  # fmt: skip
-    _mend_tool_listing(listing, connection)
+    mend_tool_listing(listing, connection)
     assert listing["tools"][0]["inputSchema"]["type"] == "object"
     assert "read_file" in (connection.listing_problem or "")
