@@ -64,14 +64,13 @@ from editspec.contract.drivers._mcp_map import (
     Inexpressible,
     MapError,
     NotMapped,
+    Record,
     ServerMap,
     ToolMap,
     default_map,
     load_map,
 )
 from editspec.contract.drivers._mcp_results import error_of, record_of, require_unicode
-
-# -- the driver ------------------------------------------------------------------------------
 
 
 class McpDriver:
@@ -223,7 +222,13 @@ class McpDriver:
             tail = connection.stderr_tail()
             raise ServerError(f"{tool.name} failed: {leaves(exc)}\n{tail}".rstrip()) from exc
         if result.is_error:
-            raise error_of(self.map, result)
+            raise self._error(result)
+        return self._result(tool, result)
+
+    def _error(self, result: Any) -> Exception:
+        return error_of(self.map, result)
+
+    def _result(self, tool: ToolMap, result: Any) -> Record:
         return record_of(self.map, tool, result, server=self.argv[0], root=os.fspath(self.root))
 
     def _arguments(self, tool: ToolMap, values: dict[str, Any]) -> dict[str, Any]:
