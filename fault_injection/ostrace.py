@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from editspec.fault_injection._durability import Recording
+from editspec.fault_injection._trace import Recording
 from editspec.fault_injection.powerloss import (
     TraceOp,
 )

@@ -40,22 +40,24 @@ import attrs
 
 from editspec.fault_injection import trees
 from editspec.fault_injection._durability import (
+    Model,
+    PowerState,
+    Simulation,
+    TraceChanged,
+    power_loss_states,
+    rebuild_state,
+    simulate,
+    states_at,
+)
+from editspec.fault_injection._trace import (
     BLOCK,
     DirNode,
     FileNode,
     Image,
     LinkNode,
-    Model,
-    PowerState,
-    Simulation,
-    TraceChanged,
     TraceOp,
     TraceRecorder,
     capture_image,
-    power_loss_states,
-    rebuild_state,
-    simulate,
-    states_at,
 )
 from editspec.reference import Workspace
 

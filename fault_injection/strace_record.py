@@ -51,12 +51,12 @@ from typing import Any
 
 import attrs
 
-from editspec.fault_injection._durability import (
+from editspec.fault_injection._durability import Simulation
+from editspec.fault_injection._trace import (
     DirNode,
     FileNode,
     LinkNode,
     Recording,
-    Simulation,
     TraceOp,
     capture_image,
 )
