@@ -96,6 +96,7 @@ class WorkspaceMachine(RuleBasedStateMachine):
         actual = trees.without_modes(self.sandbox.tree())
         pause: Any = contextlib.nullcontext()
         if WorkspaceMachine.active_patcher is not None:
+            # only machines run under pyfakefs need it (imported when one is)
             from pyfakefs.fake_filesystem_unittest import Pause
 
             pause = Pause(WorkspaceMachine.active_patcher)

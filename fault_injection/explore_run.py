@@ -57,6 +57,7 @@ class _Worker:
         inner: Callable[[], FileSystem] = FileSystem
         if backend == "memory":
             harness.import_engine()
+            # only --memory runs need pyfakefs (imported when one starts)
             from pyfakefs.fake_filesystem_unittest import Patcher
 
             self.patcher = Patcher()

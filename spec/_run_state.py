@@ -8,6 +8,7 @@ builds, prints and writes the conformance report at the end of the run (``finish
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -204,7 +205,6 @@ def finish(state: EditspecState) -> None:
 
 
 def write_report(built: dict[str, Any], path: Path) -> None:
-    import json
 
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".md":

@@ -12,19 +12,24 @@ what a crash does) and notes in the clause's call log that the clause needed
   proceed.
 * ``fail_from(n, errno)``: the n-th mutating call and every later one fail.
 * ``call_at(n, action)``: ``action()`` runs just before the n-th mutating call.
+
+``CrashKit`` (the ``crash`` fixture) crashes the driver under test and restarts it.
 """
 
 from __future__ import annotations
 
 import errno as _errno
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from editspec.fault_injection.faultfs import SimulatedCrash
 from editspec.fault_injection.osfaults import OsCall, OsEvent, OsInterceptor
 from editspec.spec import _calls
+from editspec.spec.fixtures import DriverHandle, RecordingDriver
 
 __all__ = [
+    "CrashKit",
     "OsCall",
     "OsEvent",
     "OsInterceptor",
@@ -83,3 +88,31 @@ def call_at(n: int, action: Callable[[], object]) -> Iterator[OsInterceptor]:
         raise ValueError("hook points count from 1")
     with OsInterceptor(call_at=n, action=action) as interceptor:
         yield interceptor
+
+
+class CrashKit:
+    """Crash a ``python_fs`` driver at its n-th mutating os call, then restart it."""
+
+    def __init__(self, handle: DriverHandle) -> None:
+        self._handle = handle
+
+    def count(self, action: Callable[[], object]) -> list[Any]:
+        """Run ``action`` unfaulted; return its mutating calls (``OsCall``s, in order)."""
+        _calls.note("python_fs")
+        with count_mutations() as interceptor:
+            action()
+        return list(interceptor.trace)
+
+    @contextmanager
+    def at(self, n: int) -> Iterator[Any]:
+        """Crash at the n-th mutating call inside the block (the crash ends the block)."""
+        _calls.note("python_fs")
+        with crash_at(n) as interceptor:
+            yield interceptor
+
+    def restart(self) -> RecordingDriver:
+        """A fresh driver over the same root and state, as a restarted process would build."""
+        return self._handle.restart(close=False)
+
+    def points(self, action: Callable[[], object]) -> Iterable[int]:
+        return range(1, len(self.count(action)) + 1)

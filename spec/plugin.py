@@ -22,6 +22,7 @@ modules only).
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Generator
@@ -262,7 +263,6 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     state = state_of(_CALL_LOG_CONFIG)
     if not state.call_log_dir:
         return
-    import json
 
     worker = getattr(_CALL_LOG_CONFIG, "workerinput", {}).get("workerid", "main")
     target = Path(state.call_log_dir) / f"{worker}.jsonl"
