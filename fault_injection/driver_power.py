@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from editspec.fault_injection import checks, runner, trees
+from editspec.fault_injection import checks, trees
 from editspec.fault_injection.driver_runner import DriverRunner
 from editspec.fault_injection.ostrace import OsTraceRecorder
 from editspec.fault_injection.powerloss import (
@@ -23,6 +23,7 @@ from editspec.fault_injection.powerloss import (
     PowerLossReport,
     check_power_loss,
 )
+from editspec.fault_injection.runner import Sandbox
 from editspec.fault_injection.scenario import Outcome, Scenario
 
 __all__ = ["DriverBaseline", "DriverFactory", "check_driver_power_loss", "driver_baseline"]
@@ -58,9 +59,7 @@ class DriverBaseline:
         return (self.before, self.after)
 
 
-def driver_baseline(
-    factory: DriverFactory, sandbox: runner.Sandbox, scenario: Scenario
-) -> DriverBaseline:
+def driver_baseline(factory: DriverFactory, sandbox: Sandbox, scenario: Scenario) -> DriverBaseline:
     """Run ``scenario`` through a fresh driver; record its last step's ``os`` calls."""
     runner = DriverRunner(sandbox, factory)
     try:
@@ -79,7 +78,7 @@ def driver_baseline(
 
 def check_driver_power_loss(
     factory: DriverFactory,
-    sandbox: runner.Sandbox,
+    sandbox: Sandbox,
     scenario: Scenario,
     model: Model = "ordered",
     *,
