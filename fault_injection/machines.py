@@ -39,10 +39,10 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from editspec.fault_injection._machine_base import (
+from editspec.fault_injection._machine_base import WorkspaceMachine
+from editspec.fault_injection._machine_steps import (
     ERRNOS,
     SESSIONS,
-    WorkspaceMachine,
     contents,
     crash_points,
     edit_step,

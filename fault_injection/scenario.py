@@ -53,12 +53,14 @@ import json
 import os
 import platform
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from editspec.fault_injection import trees
+from editspec.reference import EditSpec
 
 FORMAT = "editspec-scenario/1"
 FORMAT_PROCESSES = "editspec-scenario/2"  # with phases: several processes, one after another
@@ -69,7 +71,6 @@ PHASE_FAULTS = frozenset({"crash", "fail"})
 
 
 def versions() -> dict[str, str]:
-    from importlib import metadata
 
     try:
         editspec_version = metadata.version("editspec")
@@ -331,9 +332,21 @@ def _content(value: Any) -> str | bytes:
 
 
 def _edits(value: Sequence[Mapping[str, Any]]) -> list[Any]:
-    from editspec.reference import EditSpec
 
     return [EditSpec(**dict(edit)) for edit in value]
+
+
+class DriverWorkspace:
+    """A driver seen as ``perform`` expects a workspace."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+
+    def session(self, session_id: str) -> Any:
+        return self.driver.open_session(session_id)
+
+    def recover(self) -> Any:
+        return self.driver.recover()
 
 
 def perform(workspace: Any, step: Mapping[str, Any], root: str) -> Outcome:

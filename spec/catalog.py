@@ -16,8 +16,8 @@ from pathlib import Path
 from types import ModuleType
 
 import editspec.spec as _package
+from editspec.contract import AREAS, CAPABILITIES, PROFILES
 from editspec.spec._clauses import LEVELS, REGISTRY, Clause, clause_of
-from editspec.spec.contract import AREAS, CAPABILITIES, PROFILES
 from editspec.spec.report import catalog_sha256
 
 PACKAGE_DIR = Path(_package.__file__).resolve().parent

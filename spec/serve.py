@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any
 
 from editspec.reference import ToolError, Workspace
+from editspec.spec._guarded_stdio import serve_guarded_stdio
 from editspec.spec._jsonrpc_guard import excerpt
 from editspec.spec._mcp_tools import (
     DEFAULT_SESSION,
@@ -41,6 +42,7 @@ from editspec.spec._mcp_tools import (
 )
 from editspec.spec._serve_http import HttpAddress, parse_address, serve_http
 from editspec.spec._serve_text import error_text, result_text
+from editspec.spec.report import suite_version
 
 SERVER_NAME = "editspec-reference"
 
@@ -98,8 +100,6 @@ def build_server(workspace: Workspace) -> Any:
     import mcp.types as types
     from mcp.server import Server
     from mcp.shared.exceptions import MCPError
-
-    from editspec.spec.report import suite_version
 
     tools = [
         types.Tool(
@@ -163,7 +163,6 @@ async def serve_stdio(workspace: Workspace) -> None:
     Every line read is answered: the SDK's transport sits behind the request guard
     (``_guarded_stdio``), which answers what the SDK would drop.
     """
-    from editspec.spec._guarded_stdio import serve_guarded_stdio
 
     await serve_guarded_stdio(build_server(workspace))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 
+from editspec.contract import is_error_code
 from editspec.reference import EditSpec
 from editspec.spec import (
     MUST,
@@ -22,7 +23,6 @@ from editspec.spec import (
     raises_code,
 )
 from editspec.spec._txn_kit import AFTER, BEFORE, PATCH, Runs, read_all, steps
-from editspec.spec.contract import is_error_code
 
 
 def _prepared(session, disk, files):

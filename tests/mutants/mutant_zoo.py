@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from editspec.contract.drivers.reference import ReferenceDriver
 from editspec.reference import (
     EditSpec,
     ToolError,
@@ -46,7 +47,6 @@ from editspec.reference import (
     _write,
 )
 from editspec.reference._fs import FileSystem
-from editspec.spec.drivers.reference import ReferenceDriver
 
 
 @attrs.frozen(kw_only=True)

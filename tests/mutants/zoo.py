@@ -111,7 +111,7 @@ def factory(root: Path, state_dir: Path) -> Any:
     name = _plan().get(current_test())
     if name is None:
         mutant_zoo.deactivate()
-        from editspec.spec.drivers.reference import ReferenceDriver
+        from editspec.contract.drivers.reference import ReferenceDriver
 
         return ReferenceDriver(root, state_dir)
     return MUTANTS[name].build(root, state_dir)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract.drivers import DriverLoadError, DriverSpec, factory_for, load_factory
 from editspec.spec import catalog, cli
-from editspec.spec.drivers import DriverLoadError, DriverSpec, factory_for, load_factory
 
 HERE = Path(__file__).resolve().parent
 
@@ -240,21 +240,21 @@ def test_a_missing_delegated_command_is_a_usage_error(monkeypatch, capsys):
 
 
 def test_mcp_option_without_the_adapter(monkeypatch):
-    monkeypatch.setitem(sys.modules, "editspec.spec.drivers.mcp", None)
+    monkeypatch.setitem(sys.modules, "editspec.contract.drivers.mcp", None)
     with pytest.raises(DriverLoadError, match="MCP adapter"):
         factory_for(DriverSpec(mcp="my-server --stdio"))
 
 
 def test_mcp_option_uses_the_adapter(monkeypatch, tmp_path):
     calls = []
-    adapter = types.ModuleType("editspec.spec.drivers.mcp")
+    adapter = types.ModuleType("editspec.contract.drivers.mcp")
 
     def factory_from_options(command, map_path):
         calls.append((command, map_path))
         return "a factory"
 
     adapter.factory_from_options = factory_from_options  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "editspec.spec.drivers.mcp", adapter)
+    monkeypatch.setitem(sys.modules, "editspec.contract.drivers.mcp", adapter)
     tool_map = tmp_path / "map.toml"
     tool_map.write_text("")
     assert factory_for(DriverSpec(mcp="srv", mcp_map=str(tool_map))) == "a factory"

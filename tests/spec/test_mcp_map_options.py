@@ -11,15 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract.drivers._mcp_arguments import single_edit_arguments
+from editspec.contract.drivers._mcp_map import Inexpressible, MapError, load_map
+from editspec.contract.drivers._mcp_results import read_text
+from editspec.contract.drivers.mcp import McpDriver
 from editspec.reference import EditSpec
-from editspec.spec.drivers._mcp_map import (
-    Inexpressible,
-    MapError,
-    load_map,
-    read_text,
-    single_edit_arguments,
-)
-from editspec.spec.drivers.mcp import McpDriver
 
 SERVER = """
 from pathlib import Path

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from editspec.spec.drivers.reference import CAPABILITIES, ReferenceDriver
+from editspec.contract.drivers.reference import CAPABILITIES, ReferenceDriver
 
 HERE = Path(__file__).resolve().parent
 

@@ -30,8 +30,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from editspec.spec.drivers._mcp_map import load_map
-from editspec.spec.drivers.mcp import McpDriver
+from editspec.contract.drivers._mcp_map import load_map
+from editspec.contract.drivers.mcp import McpDriver
 from editspec.spec.peers.drivers._child import peer_python
 from editspec.spec.peers.drivers._common import (
     NotExpressible,

@@ -52,7 +52,8 @@ from typing import Any
 
 import attrs
 
-from editspec.spec._assertions import MissingField
+from editspec.contract import CAPABILITIES, error_codes
+from editspec.contract.verdicts import MissingField
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -365,13 +366,14 @@ def _fallbacks(
 
 def default_map() -> ServerMap:
     """The conventions of ``editspec serve``, used when no map file is given."""
-    from editspec.spec.drivers.reference import CAPABILITIES
+    # imported when asked for: it loads the engine, which a map file needs none of
+    from editspec.contract.drivers.reference import CAPABILITIES as SERVED
 
     return ServerMap(
         name=None,
         # In-process only: python_fs, remote_acp, and grep_cancel (a deadline and a
         # threading.Event cannot cross a tool call).
-        capabilities=CAPABILITIES - {"python_fs", "remote_acp", "grep_cancel"},
+        capabilities=SERVED - {"python_fs", "remote_acp", "grep_cancel"},
         session_argument="session_id",
         protocol="auto",
         timeout=120.0,
@@ -385,8 +387,6 @@ def default_map() -> ServerMap:
 
 def load_map(path: str | Path) -> ServerMap:
     """Read and check a map file (``MapError`` says what is wrong, and where)."""
-    from editspec.spec.contract import CAPABILITIES, error_codes
-
     source = str(path)
     try:
         with open(path, "rb") as handle:
@@ -457,52 +457,3 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def relativize(path: str, root: str) -> str:
-    if path == root:
-        return "."
-    prefix = root.rstrip("/") + "/"
-    return path[len(prefix) :] if path.startswith(prefix) else path
-
-
-def read_text(tool: ToolMap, text: str) -> dict[str, Any]:
-    """A text result as ``{text_field: text}``, plus the named groups of its text_pattern
-    when the text matches it (when it does not, the fields the groups would give are
-    absent: a clause that reads one fails as missing-field)."""
-    assert tool.text_field is not None
-    data: dict[str, Any] = {tool.text_field: text}
-    found = tool.text_pattern.match(text) if tool.text_pattern is not None else None
-    if found is not None:
-        data.update({k: v for k, v in found.groupdict().items() if v is not None})
-    return data
-
-
-def single_edit_arguments(tool: ToolMap, items: Any) -> dict[str, Any]:
-    """The one edit's mapped fields, for a tool that takes them at the top level."""
-    if not isinstance(items, (list, tuple)) or len(items) != 1:
-        count = len(items) if isinstance(items, (list, tuple)) else "no list of"
-        raise Inexpressible(
-            f"the tool's {tool.name} takes one edit per call; this call has {count} edits"
-        )
-    return dict(items[0])
-
-
-def read_lines(tool: ToolMap, text: str, root: str) -> dict[str, Any]:
-    """A line-oriented text result as ``{list_field: [items]}``."""
-    assert tool.line_pattern is not None and tool.list_field is not None
-    items: list[Any] = []
-    if tool.empty_text is None or text.strip() != tool.empty_text:
-        for line in text.splitlines():
-            found = tool.line_pattern.match(line)
-            if found is None:
-                continue
-            groups = {key: value for key, value in found.groupdict().items() if value is not None}
-            for group, mapping in tool.values.items():
-                if group in groups:
-                    groups[group] = mapping.get(groups[group], groups[group])
-            for group in tool.relative_paths:
-                if group in groups:
-                    groups[group] = relativize(groups[group], root)
-            items.append(groups[tool.item_group] if tool.item_group else groups)
-    return {tool.list_field: items}

@@ -129,6 +129,7 @@ def supported_profiles(capabilities: frozenset[str]) -> list[str]:
 
 def error_codes() -> frozenset[str]:
     """The closed set of ``code`` strings (the reference's table, DESIGN §2)."""
+    # imported on first use: the pytest plugin loads this module before coverage starts
     from editspec.reference import ERROR_CODES
 
     return ERROR_CODES
