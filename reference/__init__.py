@@ -15,6 +15,7 @@ from editspec.reference._limits import Limits
 from editspec.reference._paths import WorkspacePath
 from editspec.reference._remote import RemoteSession, RemoteWorkspace
 from editspec.reference._results import (
+    DeleteResult,
     EditResult,
     EditSpec,
     FileChange,
@@ -24,6 +25,10 @@ from editspec.reference._results import (
     IgnoreExplanation,
     ListEntry,
     ListResult,
+    ManifestItem,
+    ManifestResult,
+    MoveResult,
+    MoveStep,
     NotebookResult,
     PatchResult,
     ReadResult,
@@ -39,6 +44,7 @@ __all__ = [
     "ERROR_CODES",
     "AcpChannel",
     "AcpFileService",
+    "DeleteResult",
     "EditResult",
     "EditSpec",
     "FileChange",
@@ -52,6 +58,10 @@ __all__ = [
     "ListEntry",
     "ListResult",
     "LocalFileService",
+    "ManifestItem",
+    "ManifestResult",
+    "MoveResult",
+    "MoveStep",
     "NotebookResult",
     "PatchResult",
     "ReadResult",

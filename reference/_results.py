@@ -187,3 +187,62 @@ class RecoveryReport:
     rolled_back: tuple[str, ...] = ()
     rolled_forward: tuple[str, ...] = ()
     cleaned: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ManifestItem:
+    """One entry under a tree: path relative to the tree, type, size and content hash."""
+
+    path: str
+    type: str  # "file" | "dir" | "symlink" | "other"
+    size: int
+    sha256: str | None  # file: its bytes; symlink: its target; None for a directory
+
+
+@attrs.frozen(kw_only=True)
+class ManifestResult:
+    """Every entry under a directory and the hash that names exactly this set."""
+
+    path: str
+    items: tuple[ManifestItem, ...]
+    manifest_sha256: str
+
+
+@attrs.frozen(kw_only=True)
+class DeleteResult:
+    """A file, an empty directory or a whole tree removed (``Session.delete``)."""
+
+    path: str
+    kind: str  # "file" | "empty_dir" | "tree"
+    items: tuple[ManifestItem, ...]  # every entry removed (a file: itself, path "")
+    old_sha256: str | None  # a file's bytes; None for a directory
+    manifest_sha256: str | None  # a tree's manifest; None otherwise
+    restore_ref: str | None  # the message id ``rewind`` takes to bring it back
+    quarantine: str | None  # where a tree's entries are kept (absolute), if moved there
+    snapshot_created: bool
+    transaction_id: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class MoveStep:
+    """One step of a move and how it went: "done", "failed: <errno>" or "pending"."""
+
+    step: str  # "rename" | "copy" | "fsync" | "verify" | "delete_source"
+    outcome: str
+
+
+@attrs.frozen(kw_only=True)
+class MoveResult:
+    """A file or a directory moved to a new path, never over an existing one."""
+
+    path: str
+    move_to: str
+    kind: str  # "file" | "dir"
+    atomic: bool  # True for one rename; False for copy + verify + delete (EXDEV)
+    steps: tuple[MoveStep, ...]
+    sha256: str | None  # a file's bytes; None for a directory
+    items: tuple[ManifestItem, ...]  # a directory's entries
+    restore_ref: str | None
+    snapshot_created: bool
+    warnings: tuple[str, ...] = ()

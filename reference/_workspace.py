@@ -24,12 +24,15 @@ from editspec.reference._locks import LockTable
 from editspec.reference._memo import ContentMemo
 from editspec.reference._paths import WorkspacePath, resolve
 from editspec.reference._results import (
+    DeleteResult,
     EditResult,
     EditSpec,
     GlobResult,
     GrepResult,
     IgnoreExplanation,
     ListResult,
+    ManifestResult,
+    MoveResult,
     NotebookResult,
     PatchResult,
     ReadResult,
@@ -294,6 +297,56 @@ class Session:
         from editspec.reference._search import why_ignored
 
         return why_ignored(self, path)
+
+    def manifest(self, path: str) -> ManifestResult:
+        """Every entry under a directory and the hash a tree Delete or Move needs. Spec: DEL-*."""
+        from editspec.reference._manifest import manifest
+
+        return manifest(self, path)
+
+    def delete(
+        self,
+        path: str,
+        *,
+        kind: str,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> DeleteResult:
+        """Delete a file, an empty directory or a tree, restorably. Spec: DEL-*."""
+        from editspec.reference._delete import delete
+
+        self.workspace.before_change()
+        return delete(
+            self,
+            path,
+            kind=kind,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
+    def move(
+        self,
+        source: str,
+        destination: str,
+        *,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> MoveResult:
+        """Move a file or a directory; never over an existing path. Spec: MOVE-*."""
+        from editspec.reference._move import move
+
+        self.workspace.before_change()
+        return move(
+            self,
+            source,
+            destination,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
 
     def rewind(self, message_id: str) -> RewindResult:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""

@@ -1,0 +1,131 @@
+"""Intents: the durable record of a Delete or Move whose commit point is one rename.
+
+Rules
+-----
+* A tree Delete and a Move publish with a single ``rename`` (into the quarantine, or to
+  the new path): that rename is the commit point, so the disk is all-before or
+  all-after through a crash with no journal of files. What a crash can still lose is
+  the bookkeeping around it: the snapshot that makes the change rewindable is
+  recorded *pending* before the rename and confirmed after it. Every state change of
+  that bookkeeping happens in this file.
+* Before the rename an intent is written (temp, fsync, rename, fsync the directory):
+  ``{"id", "op", "source", "dest"}``, paths relative to the root (``dest`` of a delete
+  is ``QUARANTINE``: the intent's own directory beside it). It is removed once the
+  snapshot is confirmed or discarded.
+
+Theory of operation (``settle``, called by ``recover`` under the exclusive guard)
+-------------------------------------------------------------------------------
+For each intent: if the rename happened (``source`` is gone and ``dest`` exists), the
+pending snapshot is confirmed; otherwise it is discarded. Then the intent is removed.
+Both are idempotent, so a crash during recovery is repaired by the next one.
+
+Layout: ``<state_dir>/quarantine/<root_hash>/`` holds the intents
+(``<id>.intent.json``) and the quarantined trees (``<id>/``); ids are ``q`` (delete)
+or ``m`` (move) followed by 32 hex digits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from typing import TYPE_CHECKING
+
+from editspec.reference._fs import makedirs
+
+if TYPE_CHECKING:
+    from editspec.reference._workspace import Workspace
+
+INTENT_ID = re.compile(r"[qm][0-9a-f]{32}")
+_INTENT_NAME = re.compile(r"([qm][0-9a-f]{32})\.intent\.json")
+_TEMP_NAME = re.compile(r"\.[qm][0-9a-f]{32}\.intent\.tmp")
+QUARANTINE = "<quarantine>"
+
+
+def new_id(op: str) -> str:
+    """A fresh intent id: ``q…`` for a delete, ``m…`` for a move."""
+    return ("q" if op == "delete" else "m") + secrets.token_hex(16)
+
+
+def quarantine_dir(workspace: Workspace) -> str:
+    """Where intents and quarantined trees of this workspace live (absolute)."""
+    return os.path.join(workspace.state_dir, "quarantine", workspace.root_hash)
+
+
+def write(workspace: Workspace, intent_id: str, op: str, source: str, dest: str) -> None:
+    """Durably record an intent before its rename (temp, fsync, rename, fsync dir)."""
+    fs = workspace.fs
+    directory = quarantine_dir(workspace)
+    makedirs(fs, directory)
+    body = json.dumps(
+        {"id": intent_id, "op": op, "source": source, "dest": dest}, sort_keys=True
+    ).encode("utf-8", "surrogateescape")
+    temp = os.path.join(directory, f".{intent_id}.intent.tmp")
+    fd = fs.create_exclusive(temp, 0o600)
+    try:
+        fs.write(fd, body)
+        fs.fsync(fd)
+    finally:
+        fs.close(fd)
+    fs.rename(temp, os.path.join(directory, f"{intent_id}.intent.json"))
+    fs.fsync_dir(directory)
+
+
+def remove(workspace: Workspace, intent_id: str) -> None:
+    """Forget a settled intent (a failure is left to the next recovery)."""
+    directory = quarantine_dir(workspace)
+    try:
+        workspace.fs.unlink(os.path.join(directory, f"{intent_id}.intent.json"))
+        workspace.fs.fsync_dir(directory)
+    except OSError:
+        pass
+
+
+def settle(workspace: Workspace) -> list[str]:
+    """Confirm or discard the snapshot of every intent left by a crash; return their ids."""
+    fs = workspace.fs
+    directory = quarantine_dir(workspace)
+    try:
+        names = sorted(fs.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    settled: list[str] = []
+    for name in names:
+        if _TEMP_NAME.fullmatch(name):
+            fs.unlink(os.path.join(directory, name))  # torn before its rename: never used
+            continue
+        match = _INTENT_NAME.fullmatch(name)
+        if match is None:
+            continue
+        intent_id = match.group(1)
+        try:
+            body = json.loads(fs.read_bytes(os.path.join(directory, name)))
+            source, dest = str(body["source"]), str(body["dest"])
+        except (OSError, ValueError, KeyError, TypeError):
+            remove(workspace, intent_id)  # unreadable: its snapshot stays pending, unused
+            continue
+        store = workspace.snapshots
+        if _renamed(workspace, intent_id, source, dest):
+            store.confirm_transaction(intent_id)
+        else:
+            store.discard_transaction(intent_id)
+        remove(workspace, intent_id)
+        settled.append(intent_id)
+    return settled
+
+
+def _renamed(workspace: Workspace, intent_id: str, source: str, dest: str) -> bool:
+    root, fs = workspace.root, workspace.fs
+    if os.path.isabs(source) or os.path.isabs(dest):
+        return False  # an intent names paths relative to the root only
+    source_path = os.path.normpath(os.path.join(root, source))
+    if dest == QUARANTINE:
+        dest_path = os.path.join(quarantine_dir(workspace), intent_id)
+    else:
+        dest_path = os.path.normpath(os.path.join(root, dest))
+        if not dest_path.startswith(root + os.sep):
+            return False
+    if not source_path.startswith(root + os.sep):
+        return False
+    return not fs.lexists(source_path) and fs.lexists(dest_path)
