@@ -754,6 +754,45 @@ class McpSession:
     def rewind(self, message_id: str) -> Any:
         return self._call("rewind", message_id=message_id)
 
+    def manifest(self, path: str) -> Any:
+        return self._call("manifest", path=path)
+
+    def delete(
+        self,
+        path: str,
+        *,
+        kind: str,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any:
+        return self._call(
+            "delete",
+            path=path,
+            kind=kind,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
+    def move(
+        self,
+        source: str,
+        destination: str,
+        *,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any:
+        return self._call(
+            "move",
+            source=source,
+            destination=destination,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
 
 class McpDriverFactory:
     """A ``DriverFactory`` for one server command line and map."""
