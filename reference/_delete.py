@@ -73,27 +73,37 @@ def delete(
     target = workspace.resolve(path)
     shown = target.logical_relative
     refuse_unmovable(workspace, target, "delete")
-    actual = _kind_on_disk(workspace, target)
-    if actual != kind:
-        code = _errors.IS_A_DIRECTORY if kind == "file" and actual != "other" else None
-        raise ToolError(
-            code or _errors.INVALID_ARGUMENT,
-            f"{shown} is {_DESCRIBED[actual]}, not {_DESCRIBED[kind]}",
-            path=shown,
-            kind=kind,
-            actual=actual,
-        )
+    check_kind(kind, _kind_on_disk(workspace, target), shown)
     if kind == "file":
         return _delete_file(session, target, expected, message)
     if kind == "empty_dir":
         return _delete_empty_dir(workspace, target)
+    return _delete_tree(session, target, require_manifest(manifest_hash, shown, "delete"), message)
+
+
+def check_kind(kind: str, actual: str, shown: str) -> None:
+    """The stated kind must be what is on disk (a directory named as a file: IS_A_DIRECTORY)."""
+    if actual == kind:
+        return
+    code = _errors.IS_A_DIRECTORY if kind == "file" and actual != "other" else None
+    raise ToolError(
+        code or _errors.INVALID_ARGUMENT,
+        f"{shown} is {_DESCRIBED[actual]}, not {_DESCRIBED[kind]}",
+        path=shown,
+        kind=kind,
+        actual=actual,
+    )
+
+
+def require_manifest(manifest_hash: str | None, shown: str, verb: str) -> str:
+    """A whole tree is deleted or moved only against the manifest a listing returned."""
     if manifest_hash is None:
         raise ToolError(
             _errors.INVALID_ARGUMENT,
-            f"deleting the tree {shown} needs manifest_sha256 from a listing of it",
+            f"to {verb} the directory {shown}, pass manifest_sha256 from a manifest of it",
             path=shown,
         )
-    return _delete_tree(session, target, manifest_hash, message)
+    return manifest_hash
 
 
 _DESCRIBED = {

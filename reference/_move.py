@@ -37,6 +37,7 @@ from editspec.reference._delete import (
     check_tree,
     read_file,
     refuse_unmovable,
+    require_manifest,
     tree_entries,
 )
 from editspec.reference._errors import ToolError
@@ -84,14 +85,9 @@ def move(
         return _move(session, src, dst, message, data=data, mode=mode, tree=None)
     if src.kind != "dir":
         raise ToolError(_errors.INVALID_ARGUMENT, f"{shown} is not a regular file", path=shown)
-    if manifest_hash is None:
-        raise ToolError(
-            _errors.INVALID_ARGUMENT,
-            f"moving the directory {shown} needs manifest_sha256 from a listing of it",
-            path=shown,
-        )
+    expected_tree = require_manifest(manifest_hash, shown, "move")
     tree = scan_tree(workspace, src.real, src.relative)
-    check_tree(tree, manifest_hash, shown)
+    check_tree(tree, expected_tree, shown)
     return _move(session, src, dst, message, data=None, mode=0, tree=tree)
 
 
