@@ -345,9 +345,7 @@ def _delete_tree(
             if moved.manifest_sha256 != tree.manifest_sha256:
                 _put_back(workspace, quarantine, target, intent_id)
                 check_tree(moved, expected, shown)
-            if entries:
-                workspace.snapshots.confirm_transaction(intent_id)
-            _intents.remove(workspace, intent_id)
+            warnings.extend(_intents.confirm(workspace, intent_id, snapshot=bool(entries)))
             for name in tree.contents:
                 workspace.access.forget(session.id, os.path.join(target.real, name))
     return DeleteResult(

@@ -53,13 +53,26 @@ def quarantine_dir(workspace: Workspace) -> str:
     return os.path.join(workspace.state_dir, "quarantine", workspace.root_hash)
 
 
-def write(workspace: Workspace, intent_id: str, op: str, source: str, dest: str) -> None:
-    """Durably record an intent before its rename (temp, fsync, rename, fsync dir)."""
+def write(
+    workspace: Workspace,
+    intent_id: str,
+    op: str,
+    source: str,
+    dest: str,
+    *,
+    dirs_created: tuple[str, ...] = (),
+) -> None:
+    """Durably record an intent before its rename (temp, fsync, rename, fsync dir).
+
+    ``dirs_created``: the destination's parent directories the operation is about to
+    create (root-relative, top first), removed again by recovery if the rename never
+    happened."""
     fs = workspace.fs
     directory = quarantine_dir(workspace)
     makedirs(fs, directory)
     body = json.dumps(
-        {"id": intent_id, "op": op, "source": source, "dest": dest}, sort_keys=True
+        {"id": intent_id, "op": op, "source": source, "dest": dest, "dirs": list(dirs_created)},
+        sort_keys=True,
     ).encode("utf-8", "surrogateescape")
     temp = os.path.join(directory, f".{intent_id}.intent.tmp")
     fd = fs.create_exclusive(temp, 0o600)
@@ -70,6 +83,20 @@ def write(workspace: Workspace, intent_id: str, op: str, source: str, dest: str)
         fs.close(fd)
     fs.rename(temp, os.path.join(directory, f"{intent_id}.intent.json"))
     fs.fsync_dir(directory)
+
+
+def confirm(workspace: Workspace, intent_id: str, *, snapshot: bool) -> tuple[str, ...]:
+    """After the rename: confirm the snapshot, then forget the intent.
+
+    The change stands whatever happens here, so a failure is a warning, never an error:
+    the intent stays and the next recovery confirms the snapshot (DEL-*, MOVE-*)."""
+    if snapshot:
+        try:
+            workspace.snapshots.confirm_transaction(intent_id)
+        except Exception as exc:
+            return (f"the change is made; its snapshot is confirmed by the next recovery ({exc})",)
+    remove(workspace, intent_id)
+    return ()
 
 
 def remove(workspace: Workspace, intent_id: str) -> None:
@@ -102,6 +129,7 @@ def settle(workspace: Workspace) -> list[str]:
         try:
             body = json.loads(fs.read_bytes(os.path.join(directory, name)))
             source, dest = str(body["source"]), str(body["dest"])
+            created = [str(name) for name in body.get("dirs", [])]
         except (OSError, ValueError, KeyError, TypeError):
             remove(workspace, intent_id)  # unreadable: its snapshot stays pending, unused
             continue
@@ -110,9 +138,24 @@ def settle(workspace: Workspace) -> list[str]:
             store.confirm_transaction(intent_id)
         else:
             store.discard_transaction(intent_id)
+            _remove_created(workspace, created)
         remove(workspace, intent_id)
         settled.append(intent_id)
     return settled
+
+
+def _remove_created(workspace: Workspace, created: list[str]) -> None:
+    """The directories an interrupted move made for its destination, deepest first."""
+    root = workspace.root
+    for relative in reversed(created):
+        path = os.path.normpath(os.path.join(root, relative))
+        if os.path.isabs(relative) or not path.startswith(root + os.sep):
+            continue
+        try:
+            workspace.fs.rmdir(path)  # only an empty one: anything put there since stays
+        except OSError:
+            continue
+        workspace.fs.fsync_dir(os.path.dirname(path))
 
 
 def _renamed(workspace: Workspace, intent_id: str, source: str, dest: str) -> bool:

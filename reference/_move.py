@@ -41,7 +41,6 @@ from editspec.reference._delete import (
     tree_entries,
 )
 from editspec.reference._errors import ToolError
-from editspec.reference._fs import makedirs
 from editspec.reference._manifest import Tree, scan_tree
 from editspec.reference._results import MoveResult, MoveStep
 from editspec.reference._snapshots import SnapshotEntry
@@ -159,8 +158,20 @@ def _move(
             workspace.snapshots.record(session.id, restore_ref, entries, transaction_id=intent_id)
         created: list[str] = []
         try:
-            created = makedirs(fs, os.path.dirname(dst.real), 0o777)
-            _intents.write(workspace, intent_id, "move", src.relative, dst.relative)
+            missing = _missing_parents(workspace, dst.real)
+            _intents.write(
+                workspace,
+                intent_id,
+                "move",
+                src.relative,
+                dst.relative,
+                dirs_created=tuple(os.path.relpath(path, workspace.root) for path in missing),
+            )
+            for directory in missing:
+                fs.mkdir(directory, 0o777)
+                created.append(directory)
+            if missing:
+                fs.fsync_dir(os.path.dirname(missing[0]))
             _refuse_existing(workspace, dst, shown)  # as late as it can be: never clobber
             fs.rename(src.real, dst.real)  # the commit point
         except (OSError, ToolError) as exc:
@@ -192,9 +203,7 @@ def _move(
                     fs.fsync_dir(directory)
                 except OSError as exc:
                     warnings.append(f"the directory {directory} could not be synced: {exc}")
-        if snapshot:
-            workspace.snapshots.confirm_transaction(intent_id)
-        _intents.remove(workspace, intent_id)
+        warnings.extend(_intents.confirm(workspace, intent_id, snapshot=snapshot))
         _update_access(session, src, dst, data, files)
     return MoveResult(
         path=shown,
@@ -208,6 +217,16 @@ def _move(
         snapshot_created=snapshot,
         warnings=tuple(warnings),
     )
+
+
+def _missing_parents(workspace: Workspace, real: str) -> list[str]:
+    """The destination's parent directories that do not exist yet, top first."""
+    missing: list[str] = []
+    directory = os.path.dirname(real)
+    while directory != workspace.root and not workspace.fs.lexists(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    return missing[::-1]
 
 
 def _abandon(workspace: Workspace, intent_id: str, created: list[str], snapshot: bool) -> None:
