@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 
 from editspec.reference import _errors, _intents
 from editspec.reference._errors import ToolError
-from editspec.reference._fs import makedirs
 from editspec.reference._manifest import Tree, scan_tree
 from editspec.reference._results import DeleteResult, ManifestItem
 from editspec.reference._snapshots import SnapshotEntry
@@ -331,7 +330,7 @@ def _delete_tree(
             quarantine = os.path.join(_intents.quarantine_dir(workspace), intent_id)
             try:
                 _intents.write(workspace, intent_id, "delete", target.relative, _intents.QUARANTINE)
-                makedirs(fs, os.path.dirname(quarantine))
+                _intents.ensure_dir(workspace, os.path.dirname(quarantine))
                 fs.rename(target.real, quarantine)  # the commit point
             except OSError as exc:
                 workspace.snapshots.discard_transaction(intent_id)

@@ -69,7 +69,7 @@ def write(
     happened."""
     fs = workspace.fs
     directory = quarantine_dir(workspace)
-    makedirs(fs, directory)
+    ensure_dir(workspace, directory)
     body = json.dumps(
         {"id": intent_id, "op": op, "source": source, "dest": dest, "dirs": list(dirs_created)},
         sort_keys=True,
@@ -97,6 +97,13 @@ def confirm(workspace: Workspace, intent_id: str, *, snapshot: bool) -> tuple[st
             return (f"the change is made; its snapshot is confirmed by the next recovery ({exc})",)
     remove(workspace, intent_id)
     return ()
+
+
+def ensure_dir(workspace: Workspace, directory: str) -> None:
+    """``makedirs``, each new directory made durable in its parent (a power cut must not
+    lose the directory an intent or a quarantined tree lives in)."""
+    for created in makedirs(workspace.fs, directory):
+        workspace.fs.fsync_dir(os.path.dirname(created))
 
 
 def remove(workspace: Workspace, intent_id: str) -> None:

@@ -170,8 +170,7 @@ def _move(
             for directory in missing:
                 fs.mkdir(directory, 0o777)
                 created.append(directory)
-            if missing:
-                fs.fsync_dir(os.path.dirname(missing[0]))
+                fs.fsync_dir(os.path.dirname(directory))
             _refuse_existing(workspace, dst, shown)  # as late as it can be: never clobber
             fs.rename(src.real, dst.real)  # the commit point
         except (OSError, ToolError) as exc:
