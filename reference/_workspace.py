@@ -41,6 +41,7 @@ from editspec.reference._results import (
     WriteResult,
 )
 from editspec.reference._snapshots import SnapshotStore
+from editspec.reference._suggest import hint_not_found
 
 
 class Workspace:
@@ -152,6 +153,7 @@ class Session:
         self.workspace = workspace
         self.id = session_id
 
+    @hint_not_found
     def read(
         self,
         path: str,
@@ -189,6 +191,7 @@ class Session:
         self.workspace.before_change()
         return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
 
+    @hint_not_found
     def edit(
         self,
         path: str,
@@ -203,6 +206,7 @@ class Session:
         self.workspace.before_change()
         return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
 
+    @hint_not_found
     def edit_notebook(
         self,
         path: str,
@@ -231,6 +235,7 @@ class Session:
             message_id=message_id,
         )
 
+    @hint_not_found
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
         from editspec.reference._patch import apply_patch
@@ -304,6 +309,7 @@ class Session:
 
         return manifest(self, path)
 
+    @hint_not_found
     def delete(
         self,
         path: str,
@@ -326,6 +332,7 @@ class Session:
             message_id=message_id,
         )
 
+    @hint_not_found
     def move(
         self,
         source: str,
