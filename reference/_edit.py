@@ -190,6 +190,7 @@ def _edit_locked(
         plan.new_bytes,
         message_id=message_id,
         new_sha256=plan.new_digest,
+        operation="edit",
     )
     new_sha256 = plan.new_digest()
     return EditResult(

@@ -144,4 +144,17 @@ def manifest(session: Session, path: str) -> ManifestResult:
         raise ToolError(_errors.INVALID_ARGUMENT, f"{shown} is not a directory", path=shown)
     # Named by the real path, so an alias through a symlink lists the same manifest.
     tree = scan_tree(workspace, target.real, target.relative)
+    hooks = workspace.hooks
+    if hooks.denies_anything:
+        # Denied entries are not listed; the hash then names a tree that is not all there
+        # is, so a Delete or Move of it is STALE (refused without saying why).
+        base = "" if target.relative == "." else target.relative + "/"
+        items = tuple(
+            item
+            for item in tree.items
+            if not hooks.is_denied(base + item.path, is_dir=item.type == "dir")
+        )
+        return ManifestResult(
+            path=shown, items=items, manifest_sha256=manifest_hash(target.relative, items)
+        )
     return ManifestResult(path=shown, items=tree.items, manifest_sha256=tree.manifest_sha256)

@@ -78,15 +78,19 @@ def move(
             path=shown_to,
         )
     _refuse_existing(workspace, dst, shown)
+    hooks = workspace.hooks
     if src.kind == "file":
         data, mode = read_file(workspace, src)
         check_fresh(session, src, data, expected)
+        hooks.run_validators(shown_to, "move", None, data)
         return _move(session, src, dst, message, data=data, mode=mode, tree=None)
     if src.kind != "dir":
         raise ToolError(_errors.INVALID_ARGUMENT, f"{shown} is not a regular file", path=shown)
     expected_tree = require_manifest(manifest_hash, shown, "move")
     tree = scan_tree(workspace, src.real, src.relative)
     check_tree(tree, expected_tree, shown)
+    for name, content in sorted(tree.contents.items()):
+        hooks.run_validators(f"{shown_to}/{name}", "move", None, content)
     return _move(session, src, dst, message, data=None, mode=0, tree=tree)
 
 

@@ -100,6 +100,11 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
         check_text("patch", patch, empty=True, nul=True)
     parsed = parse_patch(patch, workspace.limits)
     planned = plan(session, parsed.ops)
+    for item in planned:  # the host's validators see every new content first
+        if item.new_bytes is not None:
+            workspace.hooks.run_validators(
+                item.display_to or item.display, "apply_patch", item.old_bytes, item.new_bytes
+            )
     changes = [_planned_change(item) for item in planned]
     snapshot_created = False
     warnings: list[str] = [warning for item in planned for warning in item.warnings]

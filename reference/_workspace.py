@@ -19,6 +19,7 @@ from editspec.reference._access import AccessTracker
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
+from editspec.reference._hooks import Hooks, emits_changes, filter_denied
 from editspec.reference._limits import Limits
 from editspec.reference._locks import LockTable
 from editspec.reference._memo import ContentMemo
@@ -80,6 +81,7 @@ class Workspace:
         self.access = AccessTracker()
         self.memo = ContentMemo()
         self.snapshots = SnapshotStore(self)
+        self.hooks = Hooks()  # the host's deny rules, validators and change listeners
         self._needs_recovery: str | None = None
         self._state_lock = threading.Lock()
         if recover:
@@ -95,8 +97,17 @@ class Workspace:
         return Session(self, session_id)
 
     def resolve(self, path: str | os.PathLike[str]) -> WorkspacePath:
-        """Confine and resolve a user path. Spec: PATH-*."""
-        return resolve(self, path)
+        """Confine and resolve a user path. Spec: PATH-*, and the host's deny rules."""
+        if not self.hooks.denies_anything:
+            return resolve(self, path)
+        lexical = _lexical_relative(self.root, path)
+        if lexical is not None:  # refused before any disk access: nothing about existence
+            self.hooks.check_denied(lexical, lexical, is_dir=None)
+        resolved = resolve(self, path)
+        is_dir = resolved.kind == "dir"
+        for relative in (resolved.relative, resolved.logical_relative):
+            self.hooks.check_denied(relative, resolved.logical_relative, is_dir=is_dir)
+        return resolved
 
     # -- sticky failure and recovery -------------------------------------------
 
@@ -146,6 +157,20 @@ class Workspace:
         """Release nothing that outlives the process; present for the driver contract."""
 
 
+def _lexical_relative(root: str, path: str | os.PathLike[str]) -> str | None:
+    """``path`` relative to the root by its spelling alone ("/"-separated), or None."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        return None
+    if not isinstance(text, str) or "\0" in text:
+        return None
+    joined = os.path.normpath(os.path.join(root, text))
+    if joined != root and not joined.startswith(root + os.sep):
+        return None  # outside: resolve() refuses it
+    return os.path.relpath(joined, root).replace(os.sep, "/")
+
+
 class Session:
     """One agent session on a workspace (DESIGN §2 ``Session``)."""
 
@@ -177,6 +202,7 @@ class Session:
             encoding=encoding,
         )
 
+    @emits_changes
     def write(
         self,
         path: str,
@@ -191,6 +217,7 @@ class Session:
         self.workspace.before_change()
         return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
 
+    @emits_changes
     @hint_not_found
     def edit(
         self,
@@ -206,6 +233,7 @@ class Session:
         self.workspace.before_change()
         return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
 
+    @emits_changes
     @hint_not_found
     def edit_notebook(
         self,
@@ -235,6 +263,7 @@ class Session:
             message_id=message_id,
         )
 
+    @emits_changes
     @hint_not_found
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
@@ -243,6 +272,7 @@ class Session:
         self.workspace.before_change()
         return apply_patch(self, patch, message_id=message_id)
 
+    @filter_denied
     def glob(
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
@@ -251,6 +281,7 @@ class Session:
 
         return glob(self, pattern, path=path, max_results=max_results)
 
+    @filter_denied
     def grep(
         self,
         pattern: str,
@@ -276,6 +307,7 @@ class Session:
             cancel=cancel,
         )
 
+    @filter_denied
     def list_directory(
         self,
         path: str = ".",
@@ -309,6 +341,7 @@ class Session:
 
         return manifest(self, path)
 
+    @emits_changes
     @hint_not_found
     def delete(
         self,
@@ -332,6 +365,7 @@ class Session:
             message_id=message_id,
         )
 
+    @emits_changes
     @hint_not_found
     def move(
         self,
@@ -355,6 +389,7 @@ class Session:
             message_id=message_id,
         )
 
+    @emits_changes
     def rewind(self, message_id: str) -> RewindResult:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
         from editspec.reference._rewind import rewind
