@@ -204,6 +204,7 @@ def _edit_locked(
         snapshot_created=snapshot_created,
         replacements=plan.replacements,
         warnings=plan.warnings + write_warnings,
+        backup_ref=message_id if snapshot_created else None,
     )
 
 

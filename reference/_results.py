@@ -56,6 +56,8 @@ class WriteResult:
     diff: str
     snapshot_created: bool
     warnings: tuple[str, ...] = ()
+    # A replace whose previous bytes were kept: the message id rewind takes to restore them.
+    backup_ref: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -79,6 +81,7 @@ class EditResult:
     snapshot_created: bool
     replacements: tuple[Replacement, ...]
     warnings: tuple[str, ...] = ()
+    backup_ref: str | None = None  # as WriteResult's
 
 
 @attrs.frozen(kw_only=True)
@@ -101,6 +104,15 @@ class NotebookResult:
 
 
 @attrs.frozen(kw_only=True)
+class HunkMatch:
+    """Where one hunk of a patch matched: its number, the file line, the strategy."""
+
+    hunk: int  # 1-based, in the file's section of the patch
+    line: int  # 1-based line of the file (before the patch) where its old side matched
+    matched_by: str  # "exact" | "trailing_whitespace" | "surrounding_whitespace" | ...
+
+
+@attrs.frozen(kw_only=True)
 class FileChange:
     path: str
     op: str  # "add" | "update" | "delete" | "move"
@@ -108,6 +120,7 @@ class FileChange:
     old_sha256: str | None
     new_sha256: str | None
     diff: str
+    hunks: tuple[HunkMatch, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

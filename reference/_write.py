@@ -406,4 +406,6 @@ def _write_locked(
         diff=diff,
         snapshot_created=snapshot_created,
         warnings=warnings,
+        # The previous bytes are restorable through rewind(message_id) (evidence).
+        backup_ref=message_id if snapshot_created and old is not None else None,
     )

@@ -60,3 +60,26 @@ def test_no_hint_reveals_the_outside(ws: Workspace, tmp_path: Path) -> None:
 
 def test_nothing_alike_gives_no_hint(ws: Workspace) -> None:
     assert _hints(lambda: ws.session("s").read("zzzz/qqqq.bin")) == []
+
+
+def test_replace_reports_backup_ref_and_patch_reports_hunk_matches(ws: Workspace) -> None:
+    """Evidence for every change: a restorable backup_ref, and per hunk where and how."""
+    session = ws.session("s")
+    session.read("README.md")
+    replaced = session.write("README.md", "y\n", message_id="m1")
+    assert replaced.backup_ref == "m1"
+    assert session.write("fresh.txt", "new\n", message_id="m2").backup_ref is None
+    session.read("tests/helpers.py")
+    assert session.write("tests/helpers.py", "z\n").backup_ref is None  # nothing was kept
+    root = Path(ws.root)
+    (root / "code.py").write_text("a = 1\nb = 2   \nc = 3\nd = 4\n")
+    session.read("code.py")
+    patch = (
+        "*** Begin Patch\n*** Update File: code.py\n@@\n a = 1\n-b = 2\n+b = 20\n"
+        "@@\n c = 3\n-d = 4\n+d = 40\n*** End Patch\n"
+    )
+    result = session.apply_patch(patch)
+    hunks = [(h.hunk, h.line, h.matched_by) for h in result.changes[0].hunks]
+    assert hunks == [(1, 1, "trailing_whitespace"), (2, 3, "exact")]
+    session.rewind("m1")
+    assert (root / "README.md").read_text() == "x\n"
