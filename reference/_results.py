@@ -170,6 +170,10 @@ class ListResult:
     entries: tuple[ListEntry, ...]
     next_cursor: str | None
     truncated: bool
+    total_entries: int | None = None  # the whole listing's count, from the same traversal
+    changed_during_listing: bool = False  # a listed directory changed meanwhile
+    excluded: tuple[str, ...] = ()  # directories skipped by the exclusions (root-relative)
+    exclusions: tuple[str, ...] = ()  # the directory names excluded (the rules in effect)
 
 
 @attrs.frozen(kw_only=True)

@@ -316,6 +316,8 @@ class Session:
         include_hidden: bool = False,
         cursor: str | None = None,
         max_entries: int | None = None,
+        glob: str | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> ListResult:
         """List a directory with typed entries and cursor paging. Spec: LIST-*."""
         from editspec.reference._listing import list_directory
@@ -327,6 +329,8 @@ class Session:
             include_hidden=include_hidden,
             cursor=cursor,
             max_entries=max_entries,
+            glob=glob,
+            exclude=exclude,
         )
 
     def why_ignored(self, path: str) -> IgnoreExplanation:

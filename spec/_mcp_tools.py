@@ -307,6 +307,7 @@ TOOLS: tuple[ToolDef, ...] = (
             Arg("include_hidden", "boolean", "include names starting with '.'"),
             Arg("cursor", "string", "next_cursor of the previous page"),
             Arg("max_entries", "integer", "at most this many entries per page"),
+            Arg("glob", "string", "only entries whose path below the directory matches"),
         ),
         result=ListResult,
         read_only=True,
