@@ -321,7 +321,7 @@ class Outcome:
         return self.code == "ok"
 
 
-SESSION_CALLS = frozenset({"read", "write", "edit", "apply_patch", "rewind"})
+SESSION_CALLS = frozenset({"read", "write", "edit", "apply_patch", "rewind", "delete", "move"})
 EXTERNAL_CALLS = frozenset({"external_write", "external_delete", "symlink", "hardlink", "mkdir"})
 
 
@@ -380,6 +380,22 @@ def perform(workspace: Any, step: Mapping[str, Any], root: str) -> Outcome:
             )
         elif call == "apply_patch":
             result = session.apply_patch(step["patch"], message_id=message_id)
+        elif call == "delete":
+            result = session.delete(
+                step["path"],
+                kind=step.get("kind", "file"),
+                expected_sha256=step.get("expected_sha256"),
+                manifest_sha256=step.get("manifest_sha256"),
+                message_id=message_id,
+            )
+        elif call == "move":
+            result = session.move(
+                step["path"],
+                step["dest"],
+                expected_sha256=step.get("expected_sha256"),
+                manifest_sha256=step.get("manifest_sha256"),
+                message_id=message_id,
+            )
         else:
             result = session.rewind(step["message_id"])
     except Exception as exc:

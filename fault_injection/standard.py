@@ -7,6 +7,7 @@ For each the last step is the one explored; the steps before it set the workspac
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -154,6 +155,55 @@ def recovery_crash() -> Scenario:
     )
 
 
+def delete_tree() -> Scenario:
+    initial = {
+        "keep.txt": _file(_lines("keep")),
+        "build/out.txt": _file(_lines("out")),
+        "build/sub/deep.txt": _file(_lines("deep")),
+    }
+    tree = [
+        ["out.txt", "file", hashlib.sha256(_lines("out").encode()).hexdigest()],
+        ["sub", "dir", None],
+        ["sub/deep.txt", "file", hashlib.sha256(_lines("deep").encode()).hexdigest()],
+    ]
+    body = json.dumps({"path": "build", "items": tree}, sort_keys=True, separators=(",", ":"))
+    return Scenario(
+        name="delete-tree",
+        description="Delete of a 2-file tree: one rename into the quarantine, restorable",
+        initial=initial,
+        steps=(
+            {
+                "call": "delete",
+                "session": SESSION,
+                "path": "build",
+                "kind": "tree",
+                # the reference's manifest hash (``_manifest.manifest_hash``) of that tree
+                "manifest_sha256": hashlib.sha256(body.encode("ascii")).hexdigest(),
+                "message_id": "m1",
+            },
+        ),
+    )
+
+
+def move_file() -> Scenario:
+    text = _lines("moving")
+    return Scenario(
+        name="move-file",
+        description="Move of one file into new directories: one rename, never a clobber",
+        initial={"keep.txt": _file(_lines("keep")), "old/moving.txt": _file(text)},
+        steps=(
+            {
+                "call": "move",
+                "session": SESSION,
+                "path": "old/moving.txt",
+                "dest": "new/deep/moving.txt",
+                "expected_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "message_id": "m1",
+            },
+        ),
+    )
+
+
 @attrs.frozen
 class Standard:
     build: Callable[[], Scenario]
@@ -170,6 +220,8 @@ STANDARD: dict[str, Standard] = {
     "add-delete-move": Standard(add_delete_move, _PATCH_NEEDS),
     "rewind-5": Standard(rewind_five, frozenset({"read", "write", "snapshots"})),
     "recovery-crash": Standard(recovery_crash, _PATCH_NEEDS, recovery_crashes=True),
+    "delete-tree": Standard(delete_tree, frozenset({"delete"})),
+    "move-file": Standard(move_file, frozenset({"move", "cas"})),
 }
 
 

@@ -54,7 +54,7 @@ from editspec.reference import _errors, _text
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._diff import unified_diff
 from editspec.reference._errors import ToolError
-from editspec.reference._results import FileChange, PatchResult
+from editspec.reference._results import FileChange, HunkMatch, PatchResult
 from editspec.reference._snapshots import SnapshotEntry
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ class _Planned:
     diff: str
     warnings: tuple[str, ...] = ()
     executable: bool | None = None  # git's mode for the result (None: the mode is kept)
+    hunks: tuple[HunkMatch, ...] = ()  # where each hunk matched, and how (evidence)
 
 
 def apply_patch(session: Session, patch: str, *, message_id: str | None = None) -> PatchResult:
@@ -100,6 +101,11 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
         check_text("patch", patch, empty=True, nul=True)
     parsed = parse_patch(patch, workspace.limits)
     planned = plan(session, parsed.ops)
+    for item in planned:  # the host's validators see every new content first
+        if item.new_bytes is not None:
+            workspace.hooks.run_validators(
+                item.display_to or item.display, "apply_patch", item.old_bytes, item.new_bytes
+            )
     changes = [_planned_change(item) for item in planned]
     snapshot_created = False
     warnings: list[str] = [warning for item in planned for warning in item.warnings]
@@ -131,6 +137,7 @@ def apply_patch(session: Session, patch: str, *, message_id: str | None = None) 
                 old_sha256=None if item.old_bytes is None else _text.sha256_hex(item.old_bytes),
                 new_sha256=None if item.new_bytes is None else _text.sha256_hex(item.new_bytes),
                 diff=item.diff,
+                hunks=item.hunks,
             )
             for item in planned
         ),
@@ -239,6 +246,7 @@ def _plan_one(
                 path=display_to,
             )
     warnings: tuple[str, ...] = ()
+    placements: list[tuple[int, int, str]] = []
     if not op.hunks:
         # A pure move (or git's mode change alone): the bytes travel unchanged.
         if dest is None and op.executable is None:
@@ -247,7 +255,9 @@ def _plan_one(
             )
         new_bytes, diff = old_bytes, ""
     else:
-        new_bytes, diff, warnings = _apply_hunks(op, old_bytes, display, display_to)
+        new_bytes, diff, warnings = _apply_hunks(
+            op, old_bytes, display, display_to, placements=placements
+        )
         _check_size(workspace, display_to or display, len(new_bytes))
     return _Planned(
         op="move" if dest is not None else "update",
@@ -261,6 +271,10 @@ def _plan_one(
         diff=diff,
         warnings=warnings,
         executable=op.executable,
+        hunks=tuple(
+            HunkMatch(hunk=number, line=line, matched_by=strategy)
+            for number, line, strategy in placements
+        ),
     )
 
 
@@ -305,7 +319,12 @@ def _plan_copy(
 
 
 def _apply_hunks(
-    op: FileOp, old_bytes: bytes, display: str, display_to: str | None
+    op: FileOp,
+    old_bytes: bytes,
+    display: str,
+    display_to: str | None,
+    *,
+    placements: list[tuple[int, int, str]] | None = None,
 ) -> tuple[bytes, str, tuple[str, ...]]:
     from editspec.reference._patch_plan import apply_hunks
 
@@ -327,7 +346,7 @@ def _apply_hunks(
         # git's first line starts with the BOM's bytes: here the BOM is the text's to keep
         # or drop. A diff that never names it (written by hand) leaves it as it is.
         text, like = "\ufeff" + text, attrs.evolve(decoded, bom=False)
-    new_text, warnings = apply_hunks(text, op.hunks, path=display)
+    new_text, warnings = apply_hunks(text, op.hunks, path=display, placements=placements)
     new_bytes = _text.encode(new_text, like)
     diff = unified_diff(display, text, new_text)
     return new_bytes, diff, tuple(warnings)

@@ -96,8 +96,17 @@ def split_lines(text: str) -> list[tuple[str, str]]:
     return lines
 
 
-def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tuple[str, ...]]:
+def apply_hunks(
+    text: str,
+    hunks: Sequence[Hunk],
+    *,
+    path: str,
+    placements: list[tuple[int, int, str]] | None = None,
+) -> tuple[str, tuple[str, ...]]:
     """Apply ``hunks`` in order to ``text``; return the new text and warnings.
+
+    ``placements``, when given, receives per hunk ``(number, line, strategy)``: its
+    1-based number, the 1-based file line where its old side matched, and the strategy.
 
     Raises NO_MATCH or AMBIGUOUS (details: path, hunk, line = the hunk's patch line).
     Spec: PATCH-003, PATCH-004, PATCH-005.
@@ -120,6 +129,8 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tu
         start, strategy = _locate(
             finder, hunk, [content + ending for content, ending in old_side], cursor, shift, where
         )
+        if placements is not None:
+            placements.append((number, start + 1, strategy))
         if strategy != EXACT:
             warnings.append(
                 f"{where}: matched at line {start + 1} only with the "

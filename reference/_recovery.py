@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from editspec.reference import _errors, _journal
+from editspec.reference import _errors, _intents, _journal
 from editspec.reference._errors import ToolError
 from editspec.reference._journal import JournalRecord
 from editspec.reference._results import RecoveryReport
@@ -48,6 +48,7 @@ def recover(workspace: Workspace) -> RecoveryReport:
     """Finish or roll back every interrupted transaction. Spec: RECOV-*."""
     try:
         with workspace.locks.transactions(exclusive=True):
+            _intents.settle(workspace)  # a Delete or Move cut off around its rename (DEL-*)
             return _recover(workspace)
     except OSError as exc:
         workspace.mark_needs_recovery(f"recovery failed: {exc}")

@@ -19,17 +19,21 @@ from editspec.reference._access import AccessTracker
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
+from editspec.reference._hooks import Hooks, emits_changes, filter_denied
 from editspec.reference._limits import Limits
 from editspec.reference._locks import LockTable
 from editspec.reference._memo import ContentMemo
 from editspec.reference._paths import WorkspacePath, resolve
 from editspec.reference._results import (
+    DeleteResult,
     EditResult,
     EditSpec,
     GlobResult,
     GrepResult,
     IgnoreExplanation,
     ListResult,
+    ManifestResult,
+    MoveResult,
     NotebookResult,
     PatchResult,
     ReadResult,
@@ -38,6 +42,7 @@ from editspec.reference._results import (
     WriteResult,
 )
 from editspec.reference._snapshots import SnapshotStore
+from editspec.reference._suggest import hint_not_found
 
 
 class Workspace:
@@ -76,6 +81,7 @@ class Workspace:
         self.access = AccessTracker()
         self.memo = ContentMemo()
         self.snapshots = SnapshotStore(self)
+        self.hooks = Hooks()  # the host's deny rules, validators and change listeners
         self._needs_recovery: str | None = None
         self._state_lock = threading.Lock()
         if recover:
@@ -91,8 +97,17 @@ class Workspace:
         return Session(self, session_id)
 
     def resolve(self, path: str | os.PathLike[str]) -> WorkspacePath:
-        """Confine and resolve a user path. Spec: PATH-*."""
-        return resolve(self, path)
+        """Confine and resolve a user path. Spec: PATH-*, and the host's deny rules."""
+        if not self.hooks.denies_anything:
+            return resolve(self, path)
+        lexical = _lexical_relative(self.root, path)
+        if lexical is not None:  # refused before any disk access: nothing about existence
+            self.hooks.check_denied(lexical, lexical, is_dir=None)
+        resolved = resolve(self, path)
+        is_dir = resolved.kind == "dir"
+        for relative in (resolved.relative, resolved.logical_relative):
+            self.hooks.check_denied(relative, resolved.logical_relative, is_dir=is_dir)
+        return resolved
 
     # -- sticky failure and recovery -------------------------------------------
 
@@ -142,6 +157,20 @@ class Workspace:
         """Release nothing that outlives the process; present for the driver contract."""
 
 
+def _lexical_relative(root: str, path: str | os.PathLike[str]) -> str | None:
+    """``path`` relative to the root by its spelling alone ("/"-separated), or None."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        return None
+    if not isinstance(text, str) or "\0" in text:
+        return None
+    joined = os.path.normpath(os.path.join(root, text))
+    if joined != root and not joined.startswith(root + os.sep):
+        return None  # outside: resolve() refuses it
+    return os.path.relpath(joined, root).replace(os.sep, "/")
+
+
 class Session:
     """One agent session on a workspace (DESIGN §2 ``Session``)."""
 
@@ -149,6 +178,7 @@ class Session:
         self.workspace = workspace
         self.id = session_id
 
+    @hint_not_found
     def read(
         self,
         path: str,
@@ -172,6 +202,7 @@ class Session:
             encoding=encoding,
         )
 
+    @emits_changes
     def write(
         self,
         path: str,
@@ -186,6 +217,8 @@ class Session:
         self.workspace.before_change()
         return write(self, path, content, expected_sha256=expected_sha256, message_id=message_id)
 
+    @emits_changes
+    @hint_not_found
     def edit(
         self,
         path: str,
@@ -200,6 +233,8 @@ class Session:
         self.workspace.before_change()
         return edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
 
+    @emits_changes
+    @hint_not_found
     def edit_notebook(
         self,
         path: str,
@@ -228,6 +263,8 @@ class Session:
             message_id=message_id,
         )
 
+    @emits_changes
+    @hint_not_found
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
         from editspec.reference._patch import apply_patch
@@ -235,6 +272,7 @@ class Session:
         self.workspace.before_change()
         return apply_patch(self, patch, message_id=message_id)
 
+    @filter_denied
     def glob(
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
@@ -243,6 +281,7 @@ class Session:
 
         return glob(self, pattern, path=path, max_results=max_results)
 
+    @filter_denied
     def grep(
         self,
         pattern: str,
@@ -268,6 +307,7 @@ class Session:
             cancel=cancel,
         )
 
+    @filter_denied
     def list_directory(
         self,
         path: str = ".",
@@ -276,6 +316,8 @@ class Session:
         include_hidden: bool = False,
         cursor: str | None = None,
         max_entries: int | None = None,
+        glob: str | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> ListResult:
         """List a directory with typed entries and cursor paging. Spec: LIST-*."""
         from editspec.reference._listing import list_directory
@@ -287,6 +329,8 @@ class Session:
             include_hidden=include_hidden,
             cursor=cursor,
             max_entries=max_entries,
+            glob=glob,
+            exclude=exclude,
         )
 
     def why_ignored(self, path: str) -> IgnoreExplanation:
@@ -295,6 +339,61 @@ class Session:
 
         return why_ignored(self, path)
 
+    def manifest(self, path: str) -> ManifestResult:
+        """Every entry under a directory and the hash a tree Delete or Move needs. Spec: DEL-*."""
+        from editspec.reference._manifest import manifest
+
+        return manifest(self, path)
+
+    @emits_changes
+    @hint_not_found
+    def delete(
+        self,
+        path: str,
+        *,
+        kind: str,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> DeleteResult:
+        """Delete a file, an empty directory or a tree, restorably. Spec: DEL-*."""
+        from editspec.reference._delete import delete
+
+        self.workspace.before_change()
+        return delete(
+            self,
+            path,
+            kind=kind,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
+    @emits_changes
+    @hint_not_found
+    def move(
+        self,
+        source: str,
+        destination: str,
+        *,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> MoveResult:
+        """Move a file or a directory; never over an existing path. Spec: MOVE-*."""
+        from editspec.reference._move import move
+
+        self.workspace.before_change()
+        return move(
+            self,
+            source,
+            destination,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
+    @emits_changes
     def rewind(self, message_id: str) -> RewindResult:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
         from editspec.reference._rewind import rewind

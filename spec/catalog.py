@@ -40,6 +40,8 @@ _AREA_TITLES = {
     "LIMIT": "Limits",
     "REMOTE": "Remote (ACP)",
     "NB": "Notebooks",
+    "DEL": "Delete",
+    "MOVE": "Move",
 }
 
 

@@ -283,7 +283,7 @@ class Alias:
 # -- the driver under test, with the names it reports remembered -------------------------
 
 _PATH_METHODS = ("write", "edit")
-_REPORTING_METHODS = ("write", "edit", "apply_patch", "rewind", "edit_notebook")
+_REPORTING_METHODS = ("write", "edit", "apply_patch", "rewind", "edit_notebook", "move")
 OPERATIONS = (
     "read",
     "write",
@@ -295,6 +295,9 @@ OPERATIONS = (
     "rewind",
     "edit_notebook",
     "why_ignored",
+    "manifest",
+    "delete",
+    "move",
 )
 
 

@@ -105,6 +105,21 @@ OPERATIONS: Mapping[str, Mapping[str, Any]] = {
         "max_entries": None,
     },
     "rewind": {"message_id": None},
+    "manifest": {"path": None},
+    "delete": {
+        "path": None,
+        "kind": None,
+        "expected_sha256": None,
+        "manifest_sha256": None,
+        "message_id": None,
+    },
+    "move": {
+        "source": None,
+        "destination": None,
+        "expected_sha256": None,
+        "manifest_sha256": None,
+        "message_id": None,
+    },
     "recover": {},
 }
 EDIT_FIELDS: Mapping[str, Any] = {

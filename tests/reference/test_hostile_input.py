@@ -442,6 +442,21 @@ _CALLS = {
     ),
     "why_ignored": lambda s, d: s.why_ignored(d(_TEXT | _ANY)),
     "rewind": lambda s, d: s.rewind(d(_TEXT | _ANY)),
+    "manifest": lambda s, d: s.manifest(d(_TEXT | _ANY)),
+    "delete": lambda s, d: s.delete(
+        d(_TEXT | _ANY),
+        kind=d(st.sampled_from(["file", "empty_dir", "tree"]) | _ANY),
+        expected_sha256=d(_ANY),
+        manifest_sha256=d(_ANY),
+        message_id=d(_ANY),
+    ),
+    "move": lambda s, d: s.move(
+        d(_TEXT | _ANY),
+        d(_TEXT | _ANY),
+        expected_sha256=d(_ANY),
+        manifest_sha256=d(_ANY),
+        message_id=d(_ANY),
+    ),
 }
 
 

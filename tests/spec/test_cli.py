@@ -67,7 +67,7 @@ def test_every_outcome_and_the_report(tmp_path):
         "EDIT-001": "UNSUPPORTED",
     }
     report = json.loads((tmp_path / "out.json").read_text())
-    assert report["contract_version"] == "1.3"
+    assert report["contract_version"] == "1.4"
     assert report["catalog_sha256"] == catalog.catalog_hash()
     assert report["implementation"]["name"] == "naive-toy"
     assert "python_fs" in report["implementation"]["capabilities"]
