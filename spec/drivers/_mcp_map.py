@@ -207,6 +207,9 @@ class ToolMap:
     values: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     relative_paths: tuple[str, ...] = ()
     ignore: frozenset[str] = frozenset()
+    # edit only: the tool takes one edit, its fields at the top level of the arguments
+    # (edit_fields name them); a call with several edits is Inexpressible.
+    single_edit: bool = False
     # The same operation under other versions of the server: each the table above with
     # some keys changed (another tool name, result kind...), tried in order when the
     # server does not list this tool.
@@ -277,7 +280,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
     known = {
         "name", "arguments", "edit_fields", "fixed", "result", "fields", "text_field",
         "line_pattern", "list_field", "item_group", "empty_text", "values", "relative_paths",
-        "ignore", "fallbacks",
+        "ignore", "fallbacks", "single_edit",
     }  # fmt: skip
     unknown = sorted(set(data) - known)
     if unknown:
@@ -324,6 +327,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
         values={key: dict(value) for key, value in values.items()},
         relative_paths=tuple(relative),
         ignore=frozenset(ignore),
+        single_edit=bool(data.get("single_edit", False)),
         fallbacks=_fallbacks(operation, data, source, where),
     )
 

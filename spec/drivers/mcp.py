@@ -422,10 +422,17 @@ class McpDriver:
         variant = tool.variant_for(self._ready().tools)
         return variant if variant is not None else tool
 
-    def call(self, operation: str, session_id: str | None, values: dict[str, Any]) -> Any:
-        """Call the tool of ``operation`` with the contract's argument values."""
+    def call(
+        self,
+        operation: str,
+        session_id: str | None,
+        values: dict[str, Any],
+        extra: dict[str, Any] | None = None,
+    ) -> Any:
+        """Call the tool of ``operation`` with the contract's argument values (``extra``:
+        arguments already in the tool's names, e.g. a single edit's fields)."""
         tool = self.tool(operation, live=True)
-        arguments = self._arguments(tool, values)
+        arguments = {**self._arguments(tool, values), **(extra or {})}
         _require_unicode(arguments, tool.name)
         if session_id is not None and self.map.session_argument and operation != "recover":
             arguments[self.map.session_argument] = self._session_prefix + session_id
@@ -680,7 +687,16 @@ class McpSession:
         expected_sha256: str | None = None,
         message_id: str | None = None,
     ) -> Any:
-        items = self._driver.edits(self._driver.tool("edit", live=True), edits)
+        tool = self._driver.tool("edit", live=True)
+        items = self._driver.edits(tool, edits)
+        if tool.single_edit:
+            if len(items) != 1:
+                raise Inexpressible(
+                    f"{self._driver.map.label}: the server's {tool.name} takes one edit per "
+                    f"call, not {len(items)}"
+                )
+            values = {"path": path, "expected_sha256": expected_sha256, "message_id": message_id}
+            return self._driver.call("edit", self.id, values, extra=items[0])
         return self._call(
             "edit", path=path, edits=items, expected_sha256=expected_sha256, message_id=message_id
         )

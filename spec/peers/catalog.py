@@ -19,6 +19,7 @@ else:  # pragma: no cover - Python 3.10
 
 CATALOG_FILE = Path(__file__).with_name("catalog.toml")
 _SPEC_DIR = Path(__file__).resolve().parent.parent
+ADAPTERS_DIR = Path(__file__).resolve().parent / "adapters"  # {adapters} in a command
 KINDS = ("mcp", "driver", "reference")
 REGISTRIES = ("npm", "pypi")
 _KEYS = frozenset(
@@ -125,7 +126,11 @@ class Peer:
     def server_command(self, cache: Path) -> str:
         assert self.command is not None
         entry = str(self.prefix(cache) / self.entry) if self.entry else ""
-        return self.command.replace("{entry}", entry).replace("{python}", sys.executable)
+        return (
+            self.command.replace("{entry}", entry)
+            .replace("{python}", sys.executable)
+            .replace("{adapters}", str(ADAPTERS_DIR))
+        )
 
     def environment(self, cache: Path) -> dict[str, str]:
         env = dict(os.environ)
