@@ -17,8 +17,12 @@ PACKAGE = {"x86_64": "codex-linux-x64", "aarch64": "codex-linux-arm64"}
 CODEX = (
     Path(sys.argv[1])
     if len(sys.argv) > 1
-    else CACHE / "codex-apply-patch/node_modules/@openai" / PACKAGE[platform.machine()]
-    / "vendor" / TRIPLE[platform.machine()] / "bin/codex"
+    else CACHE
+    / "codex-apply-patch/node_modules/@openai"
+    / PACKAGE[platform.machine()]
+    / "vendor"
+    / TRIPLE[platform.machine()]
+    / "bin/codex"
 )
 root = Path(tempfile.mkdtemp())
 
@@ -28,6 +32,7 @@ def apply_patch(patch):
     done = subprocess.run(["apply_patch", patch], executable=CODEX, cwd=root,
                           capture_output=True, text=True)  # fmt: skip
     return done.returncode, (done.stdout + done.stderr).strip()
+
 
 (root / "keep.txt").write_bytes(b"precious\n")
 code, output = apply_patch("*** Begin Patch\n*** Add File: keep.txt\n+new\n*** End Patch")

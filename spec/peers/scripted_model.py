@@ -96,7 +96,9 @@ class AnthropicMessages(Dialect):
         return found
 
     def is_agent_turn(self, request: Mapping[str, Any], tools: frozenset[str]) -> bool:
-        offered = {tool.get("name") for tool in request.get("tools") or [] if isinstance(tool, dict)}
+        offered = {
+            tool.get("name") for tool in request.get("tools") or [] if isinstance(tool, dict)
+        }
         return bool(tools & offered)
 
     def _blocks(self, answer: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -122,15 +124,17 @@ class AnthropicMessages(Dialect):
         block, stop = self._blocks(answer)
         yield _sse("message_start", {"type": "message_start", "message": self._message(request)})
         if block["type"] == "tool_use":
-            start = {**block, "input": {}}
-            yield _sse("content_block_start",
-                       {"type": "content_block_start", "index": 0, "content_block": start})  # fmt: skip
+            start = {"type": "content_block_start", "index": 0,
+                     "content_block": {**block, "input": {}}}  # fmt: skip
+            yield _sse("content_block_start", start)
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         else:
             yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
                        "content_block": {"type": "text", "text": ""}})  # fmt: skip
             delta = {"type": "text_delta", "text": block["text"]}
-        yield _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        yield _sse(
+            "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+        )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
         yield _sse("message_delta", {"type": "message_delta", "usage": {"output_tokens": 1},
                    "delta": {"stop_reason": stop, "stop_sequence": None}})  # fmt: skip
@@ -196,16 +200,16 @@ class ScriptedModel:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def do_GET(self) -> None:  # noqa: N802 - the http.server name
+            def do_GET(self) -> None:
                 model.requests.append(f"GET {self.path}")
                 self._json({})
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 model.requests.append(f"POST {self.path}")
                 length = int(self.headers.get("Content-Length") or 0)
                 try:

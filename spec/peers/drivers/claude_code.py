@@ -29,6 +29,7 @@ patches, journals or snapshots.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -68,7 +69,10 @@ RULES = (
     (r"is a directory|EISDIR|directory, not a file", "IS_A_DIRECTORY"),
     (r"binary file|cannot read binary", "BINARY"),
     (r"exceeds maximum allowed|too large", "TOO_LARGE"),
-    (r"haven't granted it yet|outside (of )?the (allowed )?working director|denied", "OUTSIDE_WORKSPACE"),
+    (
+        r"haven't granted it yet|outside (of )?the (allowed )?working director|denied",
+        "OUTSIDE_WORKSPACE",
+    ),
     (r"Jupyter Notebook|NotebookEdit", "UNSUPPORTED"),
     (r"InputValidationError|Invalid input", "INVALID_ARGUMENT"),
 )
@@ -97,7 +101,9 @@ def executable(prefix: Path) -> Path:
 def cli_environment(endpoint: str, home: Path) -> dict[str, str]:
     """The CLI's whole environment: the loopback endpoint, a dummy key, traffic off."""
     if urlparse(endpoint).hostname != LOOPBACK:
-        raise RuntimeError(f"refusing to start {TOOL}: its model endpoint {endpoint} is not loopback")
+        raise RuntimeError(
+            f"refusing to start {TOOL}: its model endpoint {endpoint} is not loopback"
+        )
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -160,10 +166,8 @@ class ClaudeSession:
 
     def close(self) -> None:
         if self.process.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self.process.stdin.close()
-            except OSError:
-                pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -178,15 +182,17 @@ class ClaudeSession:
             if self.process.poll() is not None:
                 raise HarnessError(f"{TOOL} exited ({self.process.returncode})")
             self.model.call(tool, arguments)
-            message = {"type": "user",
-                       "message": {"role": "user", "content": "editspec: next tool call"}}  # fmt: skip
+            text = "editspec: next tool call"
+            message = {"type": "user", "message": {"role": "user", "content": text}}
             assert self.process.stdin is not None
             self.process.stdin.write(json.dumps(message) + "\n")
             self.process.stdin.flush()
             try:
                 outcome = self.model.outcome(_TURN_TIMEOUT)
             except queue.Empty:
-                raise HarnessError(f"{TOOL} sent no tool result within {_TURN_TIMEOUT:g} s") from None
+                raise HarnessError(
+                    f"{TOOL} sent no tool result within {_TURN_TIMEOUT:g} s"
+                ) from None
             self._wait_for_result_line()
         text = _REMINDER.sub("", outcome.text)
         if outcome.is_error:
@@ -230,7 +236,9 @@ class ClaudeSession:
             arguments["offset"] = first
             if end_line is not None:
                 if end_line < first:
-                    raise NotExpressible(f"{TOOL} Read has no way to ask for lines {first}-{end_line}")
+                    raise NotExpressible(
+                        f"{TOOL} Read has no way to ask for lines {first}-{end_line}"
+                    )
                 arguments["limit"] = end_line - first + 1
         text = self._turn("Read", arguments)
         content = numbered_text(text)
