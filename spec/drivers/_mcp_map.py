@@ -29,6 +29,10 @@ describe the format. In short::
     ignore = ["max_bytes"]              # arguments whose every value the tool already
                                         # honours (it always reads whole files)
 
+    [tools.edit]
+    single_edit = true                  # the tool takes one edit, its fields (edit_fields)
+                                        # at the top level; several edits: Inexpressible
+
 A contract argument the map does not name is left out when the caller leaves it at its
 default, and is an error (reported as ERROR, never silently dropped) when it does not,
 unless the map lists it under ``ignore``.
