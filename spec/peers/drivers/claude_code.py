@@ -74,7 +74,8 @@ RULES = (
         "OUTSIDE_WORKSPACE",
     ),
     (r"Jupyter Notebook|NotebookEdit", "UNSUPPORTED"),
-    (r"InputValidationError|Invalid input", "INVALID_ARGUMENT"),
+    (r"InputValidationError|Invalid input|cannot contain null bytes", "INVALID_ARGUMENT"),
+    (r"file_path has \d+ characters, and \w+ takes at most \d+", "INVALID_ARGUMENT"),
 )
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
 _ERROR = re.compile(r"<tool_use_error>(.*?)</tool_use_error>", re.DOTALL)
