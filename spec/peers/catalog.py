@@ -22,6 +22,7 @@ else:  # pragma: no cover - Python 3.10
 PEER_PYTHON_VARIABLE = "EDITSPEC_PEER_PYTHON"
 CATALOG_FILE = Path(__file__).with_name("catalog.toml")
 _SPEC_DIR = Path(__file__).resolve().parent.parent
+ADAPTERS_DIR = Path(__file__).resolve().parent / "adapters"  # {adapters} in a command
 KINDS = ("mcp", "driver", "reference")
 REGISTRIES = ("npm", "pypi")
 _KEYS = frozenset(
@@ -147,7 +148,11 @@ class Peer:
     def server_command(self, cache: Path) -> str:
         assert self.command is not None
         entry = str(self.prefix(cache) / self.entry) if self.entry else ""
-        command = self.command.replace("{entry}", entry).replace("{python}", sys.executable)
+        command = (
+            self.command.replace("{entry}", entry)
+            .replace("{python}", sys.executable)
+            .replace("{adapters}", str(ADAPTERS_DIR))
+        )
         return command.replace("{peer_python}", str(self.peer_python(cache)))
 
     def environment(self, cache: Path) -> dict[str, str]:

@@ -28,6 +28,9 @@ PEER_OF = {
     "deepagents": "deepagents-virtual",
     "langchain": "langchain-file-management",
     "desktop-commander": "desktop-commander",
+    "codex": "codex-apply-patch",
+    "gemini": "gemini-cli-core",
+    "claude-code": "claude-code",
 }
 
 
