@@ -34,16 +34,16 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from editspec.fault_injection import explore, harness, trees
+from editspec.fault_injection import explore, explore_run, harness, trees
 from editspec.fault_injection.powerloss import materialize
 
 #: The reference engine reached only through the driver contract, as ``--driver`` runs it.
-REFERENCE_DRIVER = "editspec.spec.drivers.reference:factory"
+REFERENCE_DRIVER = "editspec.contract.drivers.reference:factory"
 
 
 def measure(backend: str, names: Sequence[str], driver: str = "") -> dict[str, float]:
     """Run in a worker process (pyfakefs patches the process it runs in)."""
-    worker = explore._Worker(backend, driver)
+    worker = explore_run._Worker(backend, driver)
     box = worker.sandbox
     power_states = crash_points = 0
     check_seconds = floor_seconds = crash_seconds = 0.0
@@ -89,8 +89,8 @@ def measure_process(name: str) -> dict[str, float]:
     from pathlib import Path
 
     import editspec.spec
+    from editspec.contract.drivers._mcp_map import load_map
     from editspec.fault_injection import process_power
-    from editspec.spec.drivers._mcp_map import load_map
 
     maps = Path(editspec.spec.__file__).resolve().parent / "mcp_maps"
     command = tuple(sys.executable if word == "{python}" else word for word in SERVE)

@@ -7,7 +7,7 @@ can leave from a recorded trace, and ``ostrace`` records that trace at the ``os`
 for any Python implementation (``python_fs``); ``harness`` runs scenarios with faults
 (of one process, or several in phases) and checks recovery; ``machines`` holds the
 Hypothesis state machines; ``explore`` and ``replay`` are the ``editspec explore`` and
-``editspec replay`` commands (``main_explore``, ``main_replay``).
+``editspec replay`` commands (``explore.main_explore``, ``replay.main_replay``).
 """
 
 from editspec.fault_injection.faultfs import (
@@ -22,21 +22,6 @@ from editspec.fault_injection.faultfs import (
 )
 from editspec.fault_injection.scenario import Scenario
 
-
-def main_explore(argv: list[str] | None = None) -> int:
-    """``editspec explore``: see ``editspec.fault_injection.explore``."""
-    from editspec.fault_injection.explore import main_explore as run
-
-    return run(argv)
-
-
-def main_replay(argv: list[str] | None = None) -> int:
-    """``editspec replay SCENARIO.json``: see ``editspec.fault_injection.replay``."""
-    from editspec.fault_injection.replay import main_replay as run
-
-    return run(argv)
-
-
 __all__ = [
     "CrashAt",
     "FailAt",
@@ -47,6 +32,4 @@ __all__ = [
     "Scenario",
     "SimulatedCrash",
     "count_operations",
-    "main_explore",
-    "main_replay",
 ]

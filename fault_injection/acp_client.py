@@ -181,6 +181,7 @@ class FakeAcpClient:
         limit: int | None = None,
         **_: Any,
     ) -> Any:
+        # the ACP SDK is optional (editspec[acp]): imported when a client runs
         from acp import ReadTextFileResponse, RequestError
 
         self._check_session(session_id)
@@ -210,6 +211,7 @@ class FakeAcpClient:
         return ReadTextFileResponse(content=content)
 
     async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> Any:
+        # the ACP SDK is optional (editspec[acp]): imported when a client runs
         from acp import RequestError, WriteTextFileResponse
 
         self._check_session(session_id)
@@ -233,6 +235,7 @@ class FakeAcpClient:
         return WriteTextFileResponse()
 
     def _check_session(self, session_id: str) -> None:
+        # the ACP SDK is optional (editspec[acp]): imported when a client runs
         from acp import RequestError
 
         if session_id != self.session_id:
@@ -247,6 +250,7 @@ class FakeAcpClient:
 
     def connect(self) -> socket.socket:
         """A connected socket whose other end this client serves; give it to the agent."""
+        # the ACP SDK is optional (editspec[acp]): imported when a client runs
         from acp.core import ClientSideConnection
 
         loop = self._ensure_loop()

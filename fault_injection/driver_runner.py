@@ -1,10 +1,10 @@
 """Scenarios through any Python driver: its ``os`` calls crashed, failed or cut by power loss.
 
-``DriverRunner`` is ``harness.Runner`` for an implementation reached only through the
+``DriverRunner`` is ``runner.Runner`` for an implementation reached only through the
 driver contract (DESIGN §2) that declares ``python_fs``: it runs in this process, so
-``editspec.spec.crash.OsInterceptor`` sees every call it makes to ``os`` and ``open``.
+``osfaults.OsInterceptor`` sees every call it makes to ``os`` and ``open``.
 A scenario that names a driver (``Scenario.driver``, ``"module:factory"``) is run with
-one by ``harness.make_runner``, so the explorer's checks (``harness.baseline``,
+one by ``checks.make_runner``, so the explorer's checks (``harness.baseline``,
 ``check_crash``, ``check_recovery_crash``, ``check_power_state``) and ``editspec
 replay`` serve it exactly as they serve the reference. What differs:
 
@@ -29,11 +29,13 @@ from typing import Any
 
 import attrs
 
-from editspec.fault_injection import harness, trees
+from editspec.contract.drivers import load_factory
+from editspec.fault_injection import runner, trees
 from editspec.fault_injection.faultfs import SimulatedCrash
-from editspec.fault_injection.ostrace import OsTraceRecorder, _AsWorkspace
+from editspec.fault_injection.osfaults import OsInterceptor
+from editspec.fault_injection.ostrace import OsTraceRecorder
 from editspec.fault_injection.powerloss import TraceOp, materialize, rebuild_state
-from editspec.fault_injection.scenario import Outcome, perform
+from editspec.fault_injection.scenario import DriverWorkspace, Outcome, perform
 
 __all__ = ["DriverRunner", "OsWatch", "driver_factory"]
 
@@ -46,8 +48,6 @@ _FACTORIES: dict[str, Callable[[Path, Path], Any]] = {}
 def driver_factory(spec: str) -> Callable[[Path, Path], Any]:
     """The ``DriverFactory`` named ``module:factory`` (loaded once per process)."""
     if spec not in _FACTORIES:
-        from editspec.spec.drivers import load_factory
-
         _FACTORIES[spec] = load_factory(spec)
     return _FACTORIES[spec]
 
@@ -57,7 +57,7 @@ class DriverRunner:
 
     def __init__(
         self,
-        sandbox: harness.Sandbox,
+        sandbox: runner.Sandbox,
         driver: str | Callable[[Path, Path], Any],
         *,
         watch: OsWatch | None = None,
@@ -73,7 +73,7 @@ class DriverRunner:
         self.watch = watch
         self.on_restart = on_restart
         self.driver: Any = None
-        self.workspace: _AsWorkspace | None = None
+        self.workspace: DriverWorkspace | None = None
         self.last_trace: tuple[TraceOp, ...] = ()  # of the last power-loss step
         self.last_log: tuple[Any, ...] = ()  # the port's records: a driver has none
         self.last_recorder: OsTraceRecorder | None = None  # of the last ``record``
@@ -81,7 +81,6 @@ class DriverRunner:
     # -- drivers ---------------------------------------------------------------------
 
     def _intercepted(self, **plan: Any) -> Any:
-        from editspec.spec.crash import OsInterceptor
 
         return OsInterceptor(**plan)
 
@@ -146,15 +145,15 @@ class DriverRunner:
             if interceptor.crashed:
                 raise SimulatedCrash(f"the recovery crashed at its mutating call {crash_at}")
             self.driver = opened
-        self.workspace = _AsWorkspace(self.driver)
+        self.workspace = DriverWorkspace(self.driver)
 
-    def _restart_checked(self, why: str) -> harness.StepReport:
+    def _restart_checked(self, why: str) -> runner.StepReport:
         try:
             self.restart(why)
         except Exception as exc:  # recovery that raises is a finding, reported by the caller
             self.driver = self.workspace = None
-            return harness.StepReport(None, restart_error=f"{type(exc).__name__}: {exc}")
-        return harness.StepReport(None)
+            return runner.StepReport(None, restart_error=f"{type(exc).__name__}: {exc}")
+        return runner.StepReport(None)
 
     def close(self) -> None:
         self._drop()
@@ -169,16 +168,16 @@ class DriverRunner:
     def _perform(self, step: Mapping[str, Any]) -> Outcome:
         return perform(self.workspace, step, self.sandbox.root)
 
-    def run(self, step: Mapping[str, Any]) -> harness.StepReport:
+    def run(self, step: Mapping[str, Any]) -> runner.StepReport:
         assert self.workspace is not None
         fault = step.get("fault")
         if fault is None:
             if self.watch is None or step["call"] in ("external_write", "external_delete"):
-                return harness.StepReport(self._perform(step))
+                return runner.StepReport(self._perform(step))
             with self._intercepted() as interceptor:
                 outcome = self._perform(step)
             self._show(interceptor)
-            return harness.StepReport(outcome)
+            return runner.StepReport(outcome)
         kind = fault["kind"]
         if kind == "fail":
             with self._intercepted(
@@ -186,7 +185,7 @@ class DriverRunner:
             ) as interceptor:
                 outcome = self._perform(step)
             self._show(interceptor)
-            return harness.StepReport(outcome)
+            return runner.StepReport(outcome)
         if kind == "power_loss":
             return self._power_loss(step, fault)
         if kind not in ("crash", "recovery_crash"):
@@ -196,7 +195,7 @@ class DriverRunner:
             crash_outcome = self._perform(step)
         self._show(interceptor)
         if not interceptor.crashed:
-            return harness.StepReport(crash_outcome)
+            return runner.StepReport(crash_outcome)
         self.driver = self.workspace = None  # dead: never closed
         recovery_crashed = False
         if kind == "recovery_crash":
@@ -208,7 +207,7 @@ class DriverRunner:
         report = self._restart_checked("crash during recovery" if recovery_crashed else "crash")
         return attrs.evolve(report, crashed=True, recovery_crashed=recovery_crashed)
 
-    def _power_loss(self, step: Mapping[str, Any], fault: Mapping[str, Any]) -> harness.StepReport:
+    def _power_loss(self, step: Mapping[str, Any], fault: Mapping[str, Any]) -> runner.StepReport:
         recorder = OsTraceRecorder([self.sandbox.root, self.sandbox.state_dir])
         plan: dict[str, Any] = {}
         if "fail_at" in fault:  # an I/O error first; the failed call is not in the trace
@@ -240,13 +239,13 @@ class DriverRunner:
         self._show(interceptor)
         return outcome, int(interceptor.mutations)
 
-    def cut_power(self, state: Any) -> harness.StepReport:
+    def cut_power(self, state: Any) -> runner.StepReport:
         """The power goes (the live driver with it); ``state`` is what the disk kept."""
         self._drop()
         materialize(state, [self.sandbox.root, self.sandbox.state_dir])
         return self._restart_checked("power loss")
 
-    def record(self, step: Mapping[str, Any]) -> harness.Recorded:
+    def record(self, step: Mapping[str, Any]) -> runner.Recorded:
         """Run ``step`` without a fault, recording its os-level trace (``last_recorder``)."""
         recorder = self.last_recorder = OsTraceRecorder([self.sandbox.root, self.sandbox.state_dir])
         with self._intercepted() as interceptor:
@@ -259,7 +258,7 @@ class DriverRunner:
             raise ValueError(
                 "the power-loss model cannot replay this trace: " + ", ".join(recorder.unmodeled)
             )
-        return harness.Recorded(outcome, interceptor.mutations, recorder.image, tuple(recorder.ops))
+        return runner.Recorded(outcome, interceptor.mutations, recorder.image, tuple(recorder.ops))
 
     def recovery_count(self, step: Mapping[str, Any], at: int) -> int:
         """Crash ``step`` at mutating call ``at``; the mutating calls of the recovery."""
@@ -270,5 +269,5 @@ class DriverRunner:
         self.driver = self.workspace = None
         with self._intercepted() as counting:
             self.driver = self._open()
-        self.workspace = _AsWorkspace(self.driver)
+        self.workspace = DriverWorkspace(self.driver)
         return int(counting.mutations)

@@ -35,16 +35,29 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from editspec.fault_injection import explore
-from editspec.fault_injection.ostrace import _AsWorkspace
+import attrs
+
+from editspec.fault_injection import process_power
+from editspec.fault_injection.explore_rows import Progress, Row, shard_of
 from editspec.fault_injection.powerloss import Model
-from editspec.fault_injection.scenario import Scenario, perform
+from editspec.fault_injection.process_power import Server
+from editspec.fault_injection.scenario import DriverWorkspace, Scenario, perform
+from editspec.fault_injection.standard import DEFAULT_LIMITS, STANDARD
+from editspec.fault_injection.strace_kill import (
+    FSYNC,
+    LINK,
+    RENAME,
+    UNLINK,
+    WRITE,
+    ProcessScenario,
+    crash_at_every_call,
+    mcp_target,
+)
 
 __all__ = ["KILLED_AT", "explore_process", "process_scenario", "tally"]
 
 
 def _killed_at() -> tuple[str, ...]:
-    from editspec.fault_injection.strace_kill import FSYNC, LINK, RENAME, UNLINK, WRITE
 
     return RENAME + LINK + UNLINK + FSYNC + WRITE
 
@@ -58,7 +71,7 @@ RETRIES = 4
 
 
 def _run(driver: Any, step: Mapping[str, Any]) -> None:
-    outcome = perform(_AsWorkspace(driver), step, "")
+    outcome = perform(DriverWorkspace(driver), step, "")
     if not outcome.ok:
         raise RuntimeError(f"{step['call']} failed: {outcome.code}: {outcome.message}")
 
@@ -66,7 +79,6 @@ def _run(driver: Any, step: Mapping[str, Any]) -> None:
 def process_scenario(scenario: Scenario) -> Any:
     """``scenario`` as ``strace_kill`` runs it: the steps before the last prepare, the last
     is the operation killed."""
-    from editspec.fault_injection.strace_kill import ProcessScenario
 
     def prepare(driver: Any) -> None:
         for step in scenario.steps[:-1]:
@@ -90,7 +102,6 @@ def _failed(name: str, run: Any) -> bool:
 
 def kill_finding(server: Any, scenario: Scenario, report: Any, run: Any) -> Scenario:
     """A failing kill as a scenario ``editspec replay`` re-runs (``Scenario.server``)."""
-    import attrs
 
     steps = [dict(step) for step in scenario.steps]
     fault = {
@@ -117,7 +128,7 @@ def kill_finding(server: Any, scenario: Scenario, report: Any, run: Any) -> Scen
     )
 
 
-def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[explore.Row, int]:
+def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[Row, int]:
     """The table row of a scenario's kill runs, and how many kills missed its step.
 
     A kill that never came, or came before the step, is no crash point of it. A run
@@ -125,7 +136,7 @@ def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[explore.Row, 
     whose temp file the reference leaves too) when a file of neither tree is left.
     """
     temps_allowed = name == "single-write"
-    row = explore.Row(name, process=True, seconds=seconds)
+    row = Row(name, process=True, seconds=seconds)
     elsewhere = 0
     for run in runs:
         if run.phase != "operation" or run.killed_at is None:
@@ -145,7 +156,7 @@ def _power(
     name: str,
     scenario: Scenario,
     server: Any,
-    row: explore.Row,
+    row: Row,
     *,
     model: Model,
     limit: int | None,
@@ -155,7 +166,6 @@ def _power(
 ) -> list[str]:
     """Check every power-loss state of the scenario's last step through the server; add
     the states to ``row``; the finding files written."""
-    from editspec.fault_injection import process_power
 
     with process_power.scratch() as base:
         clean = process_power.process_baseline(server, scenario, base)
@@ -163,10 +173,10 @@ def _power(
             raise RuntimeError(
                 f"the clean run of {name} failed: {clean.outcome.code}: {clean.outcome.message}"
             )
-        chosen = explore.DEFAULT_LIMITS[model] if limit is None else limit
+        chosen = DEFAULT_LIMITS[model] if limit is None else limit
         states, bounded = process_power.process_states(clean, model, limit=chosen)
-        states = explore.shard_of(states, shard)
-        bar = explore.Progress(len(states), progress) if progress is not None else None
+        states = shard_of(states, shard)
+        bar = Progress(len(states), progress) if progress is not None else None
         known = set(clean.before) | set(clean.after)
 
         def strays(path: str) -> bool:  # a single write's temp file is only counted
@@ -213,22 +223,20 @@ def explore_process(
     power: bool = True,
     kills: bool = True,
     shard: tuple[int, int] | None = None,
-) -> tuple[list[explore.Row], list[str], float]:
+) -> tuple[list[Row], list[str], float]:
     """Kill the server of ``factory`` (an MCP adapter factory) at every file call of each
     scenario's last step, and check every power-loss state of it; the rows, the files
     written (kill reports, finding scenarios) and the wall time. ``shard`` (K, N): only
     the K-th of N deterministic slices of the kill points and of the states."""
-    from editspec.fault_injection.process_power import Server
-    from editspec.fault_injection.strace_kill import crash_at_every_call, mcp_target
 
     started = time.perf_counter()
     target = mcp_target(factory.command, factory.map, KILLED_AT, attach=True)
     server = Server.of(factory)
-    rows: list[explore.Row] = []
+    rows: list[Row] = []
     saved: list[str] = []
     for number, name in enumerate(names, 1):
-        built = explore.STANDARD[name].build()
-        row = explore.Row(name, process=True)
+        built = STANDARD[name].build()
+        row = Row(name, process=True)
         if kills:
             if progress is not None:
                 progress.write(f"[{number}/{len(names)}] {name}: killing the server at each call\n")

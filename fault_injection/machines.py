@@ -9,6 +9,8 @@ One ``RuleBasedStateMachine`` per concern (CONVENTIONS "State machines"):
   new directories), crash at op k, I/O errors and power loss during a patch;
 * ``RewindMachine``: changes with message ids, external changes, rewind (CONFLICT when
   the history is broken), crash and power loss during a rewind or a patch;
+* ``DeleteMoveMachine``: Delete and Move of files by two sessions (read first or not,
+  onto free or taken paths), crash and I/O errors during either;
 * ``AliasMachine``: a symlink alias and a hard link: tracking and writes through an
   alias, hard links replaced one name at a time, crash during writes;
 * ``CaseAliasMachine``: on a case-insensitive file system (pyfakefs emulating macOS),
@@ -39,10 +41,10 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from editspec.fault_injection._machine_base import (
+from editspec.fault_injection._machine_base import WorkspaceMachine
+from editspec.fault_injection._machine_steps import (
     ERRNOS,
     SESSIONS,
-    WorkspaceMachine,
     contents,
     crash_points,
     edit_step,
@@ -51,6 +53,7 @@ from editspec.fault_injection._machine_base import (
     reads_first,
     write_step,
 )
+from editspec.fault_injection.model import Model, Prediction
 
 Rule = Callable[..., None]
 
@@ -58,6 +61,7 @@ __all__ = [
     "MACHINES",
     "AliasMachine",
     "CaseAliasMachine",
+    "DeleteMoveMachine",
     "EditSequenceMachine",
     "PatchMachine",
     "RewindMachine",
@@ -198,6 +202,113 @@ class PatchMachine(WorkspaceMachine):
     def power_loss_during_patch(self, session: str, data: st.DataObject) -> None:
         ops = self.prepare_patch(session, data)
         self.power_loss(patch_step(session, ops), lambda m: m.apply_patch(session, ops), data)
+
+
+# -- delete and move ---------------------------------------------------------------------------
+
+
+def _predict_delete(model: Model, session: str, path: str) -> Prediction:
+    if path not in model.files:
+        return Prediction.error("NOT_FOUND")
+    # A file delete has the preconditions of a patch's Delete File (DEL-002).
+    return model.apply_patch(session, [{"op": "delete", "path": path}])
+
+
+def _predict_move(model: Model, session: str, path: str, dest: str) -> Prediction:
+    if path not in model.files:
+        return Prediction.error("NOT_FOUND")
+    errors = set()
+    if dest in model.files or dest in model.dirs:
+        errors.add("ALREADY_EXISTS")
+    fresh = model.freshness(session, path)
+    if fresh != "ok":
+        errors.add(fresh)
+    if errors:
+        return Prediction(frozenset(errors))
+    data = model.files.pop(path)  # one rename: the inode and its bytes travel
+    model.remember(session, path, None)
+    parts = dest.split("/")[:-1]
+    model.dirs.update("/".join(parts[: depth + 1]) for depth in range(len(parts)))
+    model.files[dest] = data
+    model.remember(session, dest, data)
+    return Prediction.ok()
+
+
+class DeleteMoveMachine(WorkspaceMachine):
+    """Delete and Move of files: preconditions, no clobber, all or nothing under crashes.
+
+    No rewind rule here: Delete and Move record their snapshots under message ids of
+    their own (``delete-…``, ``move-…``), which the model's history does not know."""
+
+    paths: ClassVar[tuple[str, ...]] = ("a.txt", "b.txt", "d/c.txt", "d/e.txt", "n/m/f.txt")
+
+    @rule(session=st.sampled_from(SESSIONS), read_first=reads_first, path=st.sampled_from(paths))
+    def delete(self, session: str, read_first: bool, path: str) -> None:
+        self.maybe_read(session, path, read_first)
+        self.engine(
+            {"call": "delete", "session": session, "path": path, "kind": "file"},
+            lambda m: _predict_delete(m, session, path),
+        )
+
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        read_first=reads_first,
+        path=st.sampled_from(paths),
+        dest=st.sampled_from(paths),
+    )
+    def move(self, session: str, read_first: bool, path: str, dest: str) -> None:
+        self.maybe_read(session, path, read_first)
+        if path == dest:
+            return
+        self.engine(
+            {"call": "move", "session": session, "path": path, "dest": dest},
+            lambda m: _predict_move(m, session, path, dest),
+        )
+
+    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths), at=crash_points)
+    def crash_during_delete(self, session: str, path: str, at: float) -> None:
+        self.maybe_read(session, path, True)
+        self.crash(
+            {"call": "delete", "session": session, "path": path, "kind": "file"},
+            lambda m: _predict_delete(m, session, path),
+            at,
+        )
+
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        path=st.sampled_from(paths),
+        dest=st.sampled_from(paths),
+        at=crash_points,
+    )
+    def crash_during_move(self, session: str, path: str, dest: str, at: float) -> None:
+        self.maybe_read(session, path, True)
+        if path == dest:
+            return
+        self.crash(
+            {"call": "move", "session": session, "path": path, "dest": dest},
+            lambda m: _predict_move(m, session, path, dest),
+            at,
+        )
+
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        path=st.sampled_from(paths),
+        dest=st.sampled_from(paths),
+        at=fail_points,
+        errno_name=st.sampled_from(ERRNOS),
+    )
+    def io_error_during_move(
+        self, session: str, path: str, dest: str, at: float, errno_name: str
+    ) -> None:
+        self.maybe_read(session, path, True)
+        if path == dest:
+            return
+        self.fail_io(
+            {"call": "move", "session": session, "path": path, "dest": dest},
+            lambda m: _predict_move(m, session, path, dest),
+            at,
+            errno_name,
+        )
 
 
 # -- snapshots and rewind ---------------------------------------------------------------------
@@ -356,4 +467,5 @@ MACHINES: tuple[type[WorkspaceMachine], ...] = (
     RewindMachine,
     AliasMachine,
     CaseAliasMachine,
+    DeleteMoveMachine,
 )

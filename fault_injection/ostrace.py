@@ -1,7 +1,7 @@
 """Power loss for any Python implementation: the trace of its ``os`` calls, as the model's.
 
 A driver with the ``python_fs`` capability reaches the disk through ``os`` and ``open``,
-which ``editspec.spec.crash.OsInterceptor`` intercepts. ``OsTraceRecorder`` observes an
+which ``osfaults.OsInterceptor`` intercepts. ``OsTraceRecorder`` observes an
 interceptor and turns what it sees into the ``TraceOp`` trace that
 ``editspec.fault_injection.powerloss`` replays, over an image of the roots captured when
 recording starts, so every state a power cut can leave is enumerated for that
@@ -21,38 +21,25 @@ implementation as for the reference's own port:
 * calls the model has no meaning for (``mknod``, ``mkfifo``) are listed in
   ``unmodeled``; a check refuses to judge a trace that has any.
 
-``check_driver_power_loss(factory, sandbox, scenario)`` runs a scenario's steps through
-a driver (its last step recorded), then materializes every power-loss state, opens a
-fresh driver over it (``recover()`` when it has the ``recovery`` capability) and checks
-the disk as the reference's checks do: all-before or all-after, no journal left.
+``driver_power.check_driver_power_loss(factory, sandbox, scenario)`` runs a driver
+through a scenario with this recorder and judges every state.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from editspec.fault_injection import harness, trees
-from editspec.fault_injection._durability import Recording
+from editspec.fault_injection._trace import Recording
 from editspec.fault_injection.powerloss import (
-    Model,
-    PowerLossReport,
     TraceOp,
-    check_power_loss,
 )
-from editspec.fault_injection.scenario import Outcome, Scenario
 
-__all__ = [
-    "DriverBaseline",
-    "OsTraceRecorder",
-    "check_driver_power_loss",
-    "driver_baseline",
-]
+__all__ = ["OsTraceRecorder"]
 
 _UNMODELED = frozenset({"mknod", "mkfifo"})
 
@@ -324,110 +311,3 @@ class OsTraceRecorder(Recording):
 
     def _on_sync(self, index: int, args: tuple[Any, ...], kwargs: Any, _: Any) -> None:
         self._add("sync", index, paths=())
-
-
-# -- a driver under the power-loss model -------------------------------------------------
-
-#: ``factory(root, state_dir)``, the driver contract's ``DriverFactory``.
-DriverFactory = Callable[[Path, Path], Any]
-
-
-class _AsWorkspace:
-    """A driver seen as ``scenario.perform`` expects a workspace."""
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-
-    def session(self, session_id: str) -> Any:
-        return self.driver.open_session(session_id)
-
-    def recover(self) -> Any:
-        return self.driver.recover()
-
-
-def _reopen(factory: DriverFactory) -> Callable[[str, str], object]:
-    def open_driver(root: str, state_dir: str) -> object:
-        driver = factory(Path(root), Path(state_dir))
-        if "recovery" in getattr(driver, "capabilities", ()):
-            driver.recover()
-        return driver
-
-    return open_driver
-
-
-@attrs.frozen
-class DriverBaseline:
-    """A clean run of a scenario's last step through a driver, recorded at the os level."""
-
-    before: trees.Tree
-    after: trees.Tree
-    outcome: Outcome
-    recorder: OsTraceRecorder
-    capabilities: frozenset[str] = frozenset()
-
-    def acceptable_at(self, point: int) -> tuple[trees.Tree, ...]:
-        if point >= len(self.recorder.ops):
-            return (self.after,)
-        return (self.before, self.after)
-
-
-def driver_baseline(
-    factory: DriverFactory, sandbox: harness.Sandbox, scenario: Scenario
-) -> DriverBaseline:
-    """Run ``scenario`` through a fresh driver; record its last step's ``os`` calls."""
-    from editspec.fault_injection.driver_runner import DriverRunner
-
-    runner = DriverRunner(sandbox, factory)
-    try:
-        runner.start(scenario.initial)
-        for step in scenario.steps[:-1]:
-            runner.run(step)
-        before = sandbox.tree()
-        clean = runner.record(scenario.steps[-1])
-    finally:
-        runner.close()
-    assert runner.last_recorder is not None
-    return DriverBaseline(
-        before, sandbox.tree(), clean.outcome, runner.last_recorder, runner.capabilities
-    )
-
-
-def check_driver_power_loss(
-    factory: DriverFactory,
-    sandbox: harness.Sandbox,
-    scenario: Scenario,
-    model: Model = "ordered",
-    *,
-    limit: int = 4096,
-    stop_after: int | None = None,
-    baseline: DriverBaseline | None = None,
-    ignore: Callable[[str], bool] | None = None,
-    journals: bool | None = None,
-) -> PowerLossReport:
-    """Every power-loss state of the scenario's last step, through ``factory``'s driver.
-
-    Each state is materialized in the sandbox, a fresh driver recovers, and the root
-    must be all-before or all-after (all-after once the step returned), with no journal
-    left under ``<state_dir>/journal`` (checked when ``journals``; by default when the
-    driver declares ``journal_layout``). ``ignore(relative_path)`` leaves paths out of
-    the comparison: by default the temp file of an interrupted single-file write, named
-    as the reference names it (as ``harness.check_outcome`` does); a driver naming its
-    temp files otherwise says how.
-    """
-    clean = baseline if baseline is not None else driver_baseline(factory, sandbox, scenario)
-
-    def stray(path: str) -> bool:
-        return bool(harness.stray_temp_files({path: trees.Entry.dir()}))
-
-    return check_power_loss(
-        clean.recorder,
-        root=sandbox.root,
-        state_dir=sandbox.state_dir,
-        acceptable_at=clean.acceptable_at,
-        model=model,
-        open_workspace=_reopen(factory),
-        limit=limit,
-        stop_after=stop_after,
-        ignore=stray if ignore is None else ignore,
-        journals="journal_layout" in clean.capabilities if journals is None else journals,
-    )

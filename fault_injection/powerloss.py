@@ -40,23 +40,26 @@ import attrs
 
 from editspec.fault_injection import trees
 from editspec.fault_injection._durability import (
-    BLOCK,
-    DirNode,
-    FileNode,
-    Image,
-    LinkNode,
     Model,
     PowerState,
     Simulation,
     TraceChanged,
-    TraceOp,
-    TraceRecorder,
-    capture_image,
     power_loss_states,
     rebuild_state,
     simulate,
     states_at,
 )
+from editspec.fault_injection._trace import (
+    BLOCK,
+    DirNode,
+    FileNode,
+    Image,
+    LinkNode,
+    TraceOp,
+    TraceRecorder,
+    capture_image,
+)
+from editspec.reference import Workspace
 
 __all__ = [
     "BLOCK",
@@ -178,7 +181,6 @@ def check_recovered(
 
 
 def default_open_workspace(root: str, state_dir: str) -> object:
-    from editspec.reference import Workspace
 
     return Workspace(root, state_dir)
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,10 +37,12 @@ from typing import Any
 
 import attrs
 
+from editspec.contract.drivers.mcp import McpDriver, default_map, load_map
 from editspec.fault_injection import trees
 from editspec.fault_injection._durability import Model, PowerState, power_loss_states
+from editspec.fault_injection.harness import power_fault
 from editspec.fault_injection.powerloss import materialize
-from editspec.fault_injection.scenario import Outcome, Scenario, perform
+from editspec.fault_injection.scenario import DriverWorkspace, Outcome, Scenario, perform
 from editspec.fault_injection.strace_record import StraceRecording, attach
 
 __all__ = [
@@ -65,11 +69,10 @@ class Server:
     """How to start a server: its command line (``{root}``, ``{state_dir}``) and tool map."""
 
     command: tuple[str, ...]
-    server_map: Any  # editspec.spec.drivers._mcp_map.ServerMap
+    server_map: Any  # editspec.contract.drivers._mcp_map.ServerMap
     name: str = ""
 
     def driver(self, root: str, state_dir: str) -> Any:
-        from editspec.spec.drivers.mcp import McpDriver
 
         return McpDriver(list(self.command), self.server_map, Path(root), Path(state_dir))
 
@@ -77,7 +80,6 @@ class Server:
         """For a scenario: the running interpreter as ``{python}``, the home directory as
         ``~``, the map's path relative to the current directory when it lies under it (no
         machine paths in findings)."""
-        import sys
 
         home = os.path.expanduser("~")
         command = [
@@ -101,9 +103,6 @@ class Server:
     def from_json(cls, value: Mapping[str, Any], *, near: str = "") -> Server:
         """The server a scenario names (its map found as given, else beside ``near``,
         else in the checkout that holds this package)."""
-        import sys
-
-        from editspec.spec.drivers._mcp_map import default_map, load_map
 
         command = tuple(
             sys.executable if w == "{python}" else os.path.expanduser(str(w))
@@ -121,22 +120,10 @@ class Server:
     @classmethod
     def of(cls, factory: Any) -> Server:
         """The server of an MCP adapter factory (``factory.command``, ``factory.map``)."""
-        import shlex
 
         command = factory.command
         words = tuple(shlex.split(command) if isinstance(command, str) else command)
         return cls(words, factory.map, getattr(factory.map, "name", "") or "")
-
-
-class _AsWorkspace:
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-
-    def session(self, session_id: str) -> Any:
-        return self.driver.open_session(session_id)
-
-    def recover(self) -> Any:
-        return self.driver.recover()
 
 
 def _kill(driver: Any) -> None:
@@ -181,7 +168,7 @@ def process_baseline(server: Server, scenario: Scenario, base: str) -> ProcessBa
         pid = driver.pid
         if pid is None:
             raise RuntimeError("the server's pid is unknown: strace cannot attach")
-        workspace = _AsWorkspace(driver)
+        workspace = DriverWorkspace(driver)
         for step in scenario.steps[:-1]:
             outcome = perform(workspace, step, root)
             if not outcome.ok:
@@ -327,7 +314,6 @@ def power_finding(
     strays: bool = False,
 ) -> Scenario:
     """A failing state as a scenario ``editspec replay`` re-runs (``Scenario.server``)."""
-    from editspec.fault_injection.harness import power_fault
 
     steps = [dict(step) for step in scenario.steps]
     steps[-1]["fault"] = {"step": len(steps) - 1, **power_fault(failure.state, model)}

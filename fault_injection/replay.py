@@ -43,6 +43,7 @@ from typing import Any, TextIO
 from editspec.fault_injection import harness
 from editspec.fault_injection.faultfs import OpEvent
 from editspec.fault_injection.powerloss import TraceChanged, TraceOp
+from editspec.fault_injection.replay_process import replay_server
 from editspec.fault_injection.scenario import Outcome, Scenario, describe_step, versions
 
 
@@ -151,8 +152,6 @@ def replay(path: str | os.PathLike[str], out: TextIO = sys.stdout, *, verbose: b
     base = tempfile.mkdtemp(prefix="editspec-replay-")
     try:
         if scenario.server is not None:
-            from editspec.fault_injection.replay_process import replay_server
-
             return replay_server(scenario, base, out, near=os.path.dirname(os.path.abspath(path)))
         return _replay(scenario, base, out, verbose=verbose)
     finally:

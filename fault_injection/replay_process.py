@@ -22,8 +22,10 @@ from typing import Any, TextIO
 
 from editspec.fault_injection import process_power
 from editspec.fault_injection._durability import TraceChanged, rebuild_state
+from editspec.fault_injection.explore_process import KILLED_AT, RETRIES, process_scenario
 from editspec.fault_injection.powerloss import materialize
 from editspec.fault_injection.scenario import Scenario, describe_step
+from editspec.fault_injection.strace_kill import kill_once, mcp_target
 
 __all__ = ["replay_server"]
 
@@ -151,8 +153,6 @@ def _replay_kill(
     out: TextIO,
 ) -> int:
     """Kill the server at the saved call of the last step again, restart, and judge."""
-    from editspec.fault_injection.explore_process import KILLED_AT, RETRIES, process_scenario
-    from editspec.fault_injection.strace_kill import kill_once, mcp_target
 
     syscall, when = str(fault["syscall"]), int(fault["when"])
     out.write(f"    fault: SIGKILL at the {when}-th {syscall} of a thread (strace inject)\n")

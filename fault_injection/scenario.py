@@ -53,12 +53,14 @@ import json
 import os
 import platform
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from editspec.fault_injection import trees
+from editspec.reference import EditSpec
 
 FORMAT = "editspec-scenario/1"
 FORMAT_PROCESSES = "editspec-scenario/2"  # with phases: several processes, one after another
@@ -69,7 +71,6 @@ PHASE_FAULTS = frozenset({"crash", "fail"})
 
 
 def versions() -> dict[str, str]:
-    from importlib import metadata
 
     try:
         editspec_version = metadata.version("editspec")
@@ -320,7 +321,7 @@ class Outcome:
         return self.code == "ok"
 
 
-SESSION_CALLS = frozenset({"read", "write", "edit", "apply_patch", "rewind"})
+SESSION_CALLS = frozenset({"read", "write", "edit", "apply_patch", "rewind", "delete", "move"})
 EXTERNAL_CALLS = frozenset({"external_write", "external_delete", "symlink", "hardlink", "mkdir"})
 
 
@@ -331,9 +332,21 @@ def _content(value: Any) -> str | bytes:
 
 
 def _edits(value: Sequence[Mapping[str, Any]]) -> list[Any]:
-    from editspec.reference import EditSpec
 
     return [EditSpec(**dict(edit)) for edit in value]
+
+
+class DriverWorkspace:
+    """A driver seen as ``perform`` expects a workspace."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+
+    def session(self, session_id: str) -> Any:
+        return self.driver.open_session(session_id)
+
+    def recover(self) -> Any:
+        return self.driver.recover()
 
 
 def perform(workspace: Any, step: Mapping[str, Any], root: str) -> Outcome:
@@ -367,6 +380,22 @@ def perform(workspace: Any, step: Mapping[str, Any], root: str) -> Outcome:
             )
         elif call == "apply_patch":
             result = session.apply_patch(step["patch"], message_id=message_id)
+        elif call == "delete":
+            result = session.delete(
+                step["path"],
+                kind=step.get("kind", "file"),
+                expected_sha256=step.get("expected_sha256"),
+                manifest_sha256=step.get("manifest_sha256"),
+                message_id=message_id,
+            )
+        elif call == "move":
+            result = session.move(
+                step["path"],
+                step["dest"],
+                expected_sha256=step.get("expected_sha256"),
+                manifest_sha256=step.get("manifest_sha256"),
+                message_id=message_id,
+            )
         else:
             result = session.rewind(step["message_id"])
     except Exception as exc:

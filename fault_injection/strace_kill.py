@@ -1,7 +1,7 @@
 """Crash any process: an MCP server killed at its n-th call of a system call (DESIGN §5).
 
 Servers written in any language cannot be crashed from inside, as the engine's fs port
-or ``spec.crash`` do for Python. ``strace`` can: ``-e inject=SYSCALL:signal=KILL:when=N``
+or ``osfaults`` do for Python. ``strace`` can: ``-e inject=SYSCALL:signal=KILL:when=N``
 delivers SIGKILL on *entry* to the N-th call, so that call does not happen and nothing
 after it runs (the kernel skips a system call whose task has a fatal signal pending at
 its entry stop) -- exactly a crash point.
@@ -19,7 +19,7 @@ Theory of operation:
   that is not traced).
 * Then, for each system call and each N: a fresh workspace (the scenario's initial
   tree), the server started under strace through the MCP adapter
-  (``editspec.spec.drivers.mcp``), ``prepare`` (e.g. the reads that authorize a write),
+  (``editspec.contract.drivers.mcp``), ``prepare`` (e.g. the reads that authorize a write),
   then the operation; the connection is expected to die. The run's strace log says where
   the process died: before the operation was issued, during it, or not at all (a
   multi-threaded server may spread its calls differently over its threads from one run
@@ -32,8 +32,9 @@ Theory of operation:
   (``torn``), the right bytes with the wrong permission bits (``mode``), and files that
   are in neither tree (strays: temp or stage files left behind).
 
-``strace_unavailable()`` says why this cannot run here (no strace, ptrace refused, or
-signal injection unsupported), after running ``strace -f true`` once.
+``strace_inject`` holds what strace needs (``strace_unavailable()`` says why it cannot
+run here) and reads a clean run's log; ``kill_judge`` compares the trees;
+``kill_scenarios`` builds targets and the standard process scenarios.
 """
 
 from __future__ import annotations
@@ -41,310 +42,47 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
-import re
-import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from editspec.contract.drivers.mcp import McpDriver
 from editspec.fault_injection import trees
-
-#: System calls worth a kill, grouped by what they do. ``?`` lets strace skip a name the
-#: architecture does not have (aarch64 has no plain ``rename``).
-RENAME = ("rename", "renameat", "renameat2")
-FSYNC = ("fsync", "fdatasync")
-WRITE = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
-LINK = ("link", "linkat")
-UNLINK = ("unlink", "unlinkat")
-CHMOD = ("chmod", "fchmod", "fchmodat")
+from editspec.fault_injection.kill_judge import Judgement, judge
+from editspec.fault_injection.kill_scenarios import (
+    ProcessScenario,
+    ProcessTarget,
+    files,
+    mcp_target,
+    patch_scenario,
+    replace_scenario,
+)
+from editspec.fault_injection.strace_inject import (
+    CHMOD,
+    FSYNC,
+    LINK,
+    RENAME,
+    UNLINK,
+    WRITE,
+    StraceLog,
+    TracedCall,
+    parse_strace_log,
+    strace_options,
+    strace_prefix,
+    strace_unavailable,
+)
 
 _WAIT_FOR_LOG = 15.0
 
 
-# -- can strace kill here? --------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def strace_unavailable() -> str | None:
-    """Why strace cannot kill a process on this machine, or None when it can."""
-    strace = shutil.which("strace")
-    if strace is None:
-        return "strace is not installed (apt-get install strace)"
-    try:
-        done = subprocess.run(
-            [strace, "-f", "-o", os.devnull, "true"], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"strace -f true failed: {exc}"
-    if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        return f"strace cannot trace here (ptrace refused?): {reason[0]}"
-    # The shell's `cd` is one chdir: a kill there proves signal injection works.
-    try:
-        done = subprocess.run(
-            [strace, "-f", "-o", os.devnull, "-e", "inject=chdir:signal=KILL", "sh", "-c", "cd /"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"strace signal injection failed: {exc}"
-    if done.returncode not in (-signal.SIGKILL, 128 + signal.SIGKILL):
-        return f"strace cannot inject a signal here: exit status {done.returncode} {done.stderr}"
-    return None
-
-
-def strace_options(
-    log: str | os.PathLike[str],
-    syscalls: Sequence[str],
-    *,
-    kill: tuple[str, int] | None = None,
-) -> list[str]:
-    """strace and its options: follow threads, trace ``syscalls``, maybe kill at one."""
-    words = ["strace", "-f", "-y", "-s", "24", "-o", os.fspath(log)]
-    words += ["-e", "trace=" + ",".join(f"?{name}" for name in syscalls)]
-    if kill is not None:
-        name, when = kill
-        if when < 1:
-            raise ValueError(f"when must be >= 1, not {when}")
-        words += ["-e", f"inject={name}:signal=KILL:when={when}"]
-    return words
-
-
-def strace_prefix(
-    log: str | os.PathLike[str],
-    syscalls: Sequence[str],
-    *,
-    kill: tuple[str, int] | None = None,
-) -> list[str]:
-    """The words to put before a command to run it under strace (see ``strace_options``)."""
-    return [*strace_options(log, syscalls, kill=kill), "--"]
-
-
-# -- reading the log --------------------------------------------------------------------
-
-
-@attrs.frozen
-class TracedCall:
-    """One call strace logged: its thread, its ordinal among that thread's calls of ``name``."""
-
-    tid: int
-    name: str
-    ordinal: int
-    args: str
-    result: str  # what it returned, "?" if it never did (the process died in it)
-
-    def describe(self, base: str = "") -> str:
-        args = self.args.replace(base + os.sep, "") if base else self.args
-        return f"{self.name}({args}) = {self.result}  [thread {self.tid}, #{self.ordinal}]"
-
-
-@attrs.frozen
-class StraceLog:
-    """The calls of one run, in the order they were entered; and whether SIGKILL ended it."""
-
-    calls: tuple[TracedCall, ...]
-    killed: bool
-    complete: bool  # the log ends with its process's exit or death
-
-    def counts(self) -> dict[str, int]:
-        """Calls per system call, over all threads."""
-        out: dict[str, int] = {}
-        for call in self.calls:
-            out[call.name] = out.get(call.name, 0) + 1
-        return out
-
-    def per_thread_max(self) -> dict[str, int]:
-        """Per system call, the most calls one thread made (the range of ``when=N``)."""
-        out: dict[str, int] = {}
-        for call in self.calls:
-            out[call.name] = max(out.get(call.name, 0), call.ordinal)
-        return out
-
-    def find(self, name: str, ordinal: int) -> TracedCall | None:
-        """The first call that was the ``ordinal``-th ``name`` of its thread."""
-        return next((c for c in self.calls if c.name == name and c.ordinal == ordinal), None)
-
-
-_LINE = re.compile(
-    r"^(?P<tid>\d+)\s+(?:"
-    r"<\.\.\. (?P<resumed>\w+) resumed>(?P<tail>.*)"
-    r"|(?P<event>\+\+\+ .* \+\+\+|--- .* ---)"
-    r"|(?P<name>\w+)\((?P<rest>.*))$"
-)
-_RESULT = re.compile(r"\)\s+= (?P<result>.*)$")
-
-
-def _split_result(text: str) -> tuple[str, str | None]:
-    """``args) = result`` -> (args, result); an unfinished call has no result yet."""
-    if text.endswith("<unfinished ...>"):
-        return text[: -len("<unfinished ...>")].rstrip(), None
-    found = _RESULT.search(text)
-    if found is None:
-        return text, None
-    return text[: found.start()], found.group("result").strip()
-
-
-def parse_strace_log(text: str) -> StraceLog:
-    """The calls of an ``strace -f -o`` log (one line per call, threads interleaved)."""
-    calls: list[dict[str, Any]] = []
-    open_calls: dict[int, int] = {}  # tid -> index of its unfinished call
-    ordinals: dict[tuple[int, str], int] = {}
-    killed = complete = False
-    first_tid: int | None = None
-    for line in text.splitlines():
-        match = _LINE.match(line)
-        if match is None:
-            continue
-        tid = int(match.group("tid"))
-        if first_tid is None:
-            first_tid = tid
-        if match.group("event") is not None:
-            event = match.group("event")
-            if "killed by SIGKILL" in event:
-                killed = True
-            if event.startswith("+++"):
-                complete = True
-            continue
-        if match.group("resumed") is not None:
-            index = open_calls.pop(tid, None)
-            if index is not None:
-                args, result = _split_result(match.group("tail"))
-                calls[index]["args"] += args
-                calls[index]["result"] = result or "?"
-            continue
-        name = match.group("name")
-        key = (tid, name)
-        ordinals[key] = ordinals.get(key, 0) + 1
-        args, result = _split_result(match.group("rest"))
-        calls.append(
-            {"tid": tid, "name": name, "ordinal": ordinals[key], "args": args, "result": result}
-        )
-        if result is None:
-            open_calls[tid] = len(calls) - 1
-    return StraceLog(
-        tuple(
-            TracedCall(c["tid"], c["name"], c["ordinal"], c["args"], c["result"] or "?")
-            for c in calls
-        ),
-        killed,
-        complete,
-    )
-
-
-# -- judging the disk ------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Judgement:
-    """The workspace after a crash and a restart, compared with the trees before and after."""
-
-    state: str  # "before" | "after" | "mixed" | "torn" | "mode"
-    torn: tuple[str, ...] = ()  # paths holding neither their old nor their new bytes
-    mode: tuple[str, ...] = ()  # right bytes, wrong permission bits
-    old: tuple[str, ...] = ()  # paths as before (when the change had new ones)
-    new: tuple[str, ...] = ()  # paths as after
-    strays: tuple[str, ...] = ()  # paths in neither tree
-    lines: tuple[str, ...] = ()
-
-    @property
-    def atomic(self) -> bool:
-        return self.state in ("before", "after")
-
-
-def _same(a: trees.Entry | None, b: trees.Entry | None, *, modes: bool = True) -> bool:
-    if a is None or b is None:
-        return a is b
-    if not modes:
-        a, b = attrs.evolve(a, mode=None), attrs.evolve(b, mode=None)
-    return trees.equal({"x": a}, {"x": b})
-
-
-def judge(before: trees.Tree, after: trees.Tree, actual: trees.Tree) -> Judgement:
-    """Is ``actual`` all-before or all-after, file by file? Strays are listed apart."""
-    changed = sorted(
-        path
-        for path in before.keys() | after.keys()
-        if not _same(before.get(path), after.get(path))
-    )
-    torn, mode, old, new, lines = [], [], [], [], []
-    for path in changed:
-        got, was, will = actual.get(path), before.get(path), after.get(path)
-        if _same(got, was):
-            old.append(path)
-        elif _same(got, will):
-            new.append(path)
-        elif _same(got, was, modes=False) or _same(got, will, modes=False):
-            mode.append(path)
-            assert got is not None
-            lines.append(f"{path}: the right bytes with mode {got.mode:o}")
-        else:
-            torn.append(path)
-            found = "missing" if got is None else got.describe()
-            want = " or ".join(
-                "absent" if entry is None else entry.describe() for entry in (was, will)
-            )
-            lines.append(f"{path}: torn: expected {want}, found {found}")
-    unchanged = [p for p in before.keys() & after.keys() if p not in changed]
-    for path in sorted(unchanged):
-        if not _same(actual.get(path), before[path]):
-            torn.append(path)
-            lines.append(f"{path}: an untouched file changed: {trees.diff(before, actual)[:1]}")
-    strays = sorted(set(actual) - set(before) - set(after))
-    lines.extend(f"{path}: stray {actual[path].describe()}" for path in strays)
-    if torn:
-        state = "torn"
-    elif mode:
-        state = "mode"
-    elif old and new:
-        state = "mixed"
-        lines.append(f"mixed: {', '.join(old)} old; {', '.join(new)} new")
-    else:
-        state = "after" if new else "before"
-    return Judgement(
-        state, tuple(torn), tuple(mode), tuple(old), tuple(new), tuple(strays), tuple(lines)
-    )
-
-
 # -- targets, scenarios and runs -------------------------------------------------------------
-
-Operation = Callable[[Any], object]  # given the MCP driver (``McpDriver``)
-
-
-@attrs.frozen(kw_only=True)
-class ProcessTarget:
-    """An MCP server to kill: its command (with ``{root}``/``{state_dir}``), map, calls.
-
-    ``attach``: start the server plainly and attach strace (``-p``, all threads) once
-    ``prepare`` is done, so counting starts at the operation. For servers whose threads
-    make many of the traced calls while starting (Node's libuv pool reads modules and
-    signals an eventfd with ``write`` after each task): started under strace, nearly
-    every ``when=N`` would kill them before the operation. Needs ptrace attach rights.
-    """
-
-    name: str
-    command: tuple[str, ...]
-    server_map: Any  # editspec.spec.drivers._mcp_map.ServerMap
-    syscalls: tuple[str, ...]
-    attach: bool = False
-
-
-@attrs.frozen(kw_only=True)
-class ProcessScenario:
-    """An initial tree, calls that prepare (same server), and the operation to crash."""
-
-    name: str
-    initial: trees.Tree
-    operation: Operation
-    prepare: Operation | None = None
 
 
 @attrs.frozen
@@ -425,7 +163,6 @@ class _Sandbox:
 
 
 def _driver(command: Sequence[str], target: ProcessTarget, box: _Sandbox) -> Any:
-    from editspec.spec.drivers.mcp import McpDriver
 
     return McpDriver(list(command), target.server_map, box.root, box.state_dir)
 
@@ -710,76 +447,6 @@ def crash_at_every_call(
         time.perf_counter() - started,
         os.fspath(scratch),
     )
-
-
-def mcp_target(
-    command: str | Sequence[str],
-    server_map: Any,
-    syscalls: Sequence[str],
-    *,
-    name: str | None = None,
-    attach: bool = False,
-) -> ProcessTarget:
-    """The target for an MCP server command line (a string is split as a shell would)."""
-    words = tuple(shlex.split(command) if isinstance(command, str) else command)
-    label = name or getattr(server_map, "name", "") or os.path.basename(words[0])
-    return ProcessTarget(
-        name=label, command=words, server_map=server_map, syscalls=tuple(syscalls), attach=attach
-    )
-
-
-def patch_scenario(count: int) -> ProcessScenario:
-    """One patch that updates ``count`` files (some in a subdirectory), each read first."""
-    names = [f"pkg/mod{n}.py" if n % 2 else f"mod{n}.py" for n in range(count)]
-    initial = {
-        name: f"# {name}\nVALUE = {n}\n\ndef f():\n    return VALUE\n"
-        for n, name in enumerate(names)
-    }
-    patch = (
-        "*** Begin Patch\n"
-        + "".join(
-            f"*** Update File: {name}\n@@\n # {name}\n-VALUE = {n}\n+VALUE = {n * 10 + 1}\n"
-            for n, name in enumerate(names)
-        )
-        + "*** End Patch\n"
-    )
-
-    def prepare(driver: Any) -> None:
-        session = driver.open_session("s1")
-        for name in names:
-            session.read(name)
-
-    def operation(driver: Any) -> None:
-        driver.open_session("s1").apply_patch(patch)
-
-    return ProcessScenario(
-        name=f"{count}-file patch", initial=files(initial), prepare=prepare, operation=operation
-    )
-
-
-def replace_scenario(path: str, old: str, new: str) -> ProcessScenario:
-    """``write`` over an existing file, read first."""
-
-    def prepare(driver: Any) -> None:
-        driver.open_session("s1").read(path)
-
-    def operation(driver: Any) -> None:
-        driver.open_session("s1").write(path, new)
-
-    return ProcessScenario(
-        name=f"write over {path} ({len(old)} -> {len(new)} bytes)",
-        initial=files({path: old}),
-        prepare=prepare,
-        operation=operation,
-    )
-
-
-def files(contents: Mapping[str, bytes | str], mode: int | None = 0o644) -> trees.Tree:
-    """A tree of regular files (``str`` as UTF-8)."""
-    return {
-        path: trees.Entry.file(data.encode("utf-8") if isinstance(data, str) else data, mode)
-        for path, data in contents.items()
-    }
 
 
 __all__ = [

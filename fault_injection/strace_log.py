@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Sequence
 
@@ -276,7 +277,6 @@ class Tracer:
         self.umask = umask_of(pid)
 
     def stop(self, timeout: float = 15.0) -> str:
-        import signal
 
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)  # strace detaches on SIGINT

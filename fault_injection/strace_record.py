@@ -43,22 +43,21 @@ tree from now on (a server, for the one step under test) and ``Tracer.stop()`` e
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import attrs
-
-from editspec.fault_injection._durability import (
+from editspec.fault_injection._durability import Simulation
+from editspec.fault_injection._trace import (
     DirNode,
     FileNode,
     LinkNode,
     Recording,
-    Simulation,
     TraceOp,
+    capture_image,
 )
+from editspec.fault_injection.strace_calls import Description, FileAndEntryCalls, Task
 from editspec.fault_injection.strace_log import (
     STRING_LIMIT,
     SYSCALLS,
@@ -91,34 +90,8 @@ __all__ = [
     "strace_words",
 ]
 
-# -- descriptors ---------------------------------------------------------------------------
 
-
-@attrs.define
-class _Description:
-    """An open file description: what the model calls a descriptor."""
-
-    number: int  # its number in the trace
-    path: str
-    directory: bool
-    append: bool = False
-    offset: int = 0
-    traced: bool = False  # its "open" is in the trace
-
-
-@attrs.define
-class _Task:
-    """What a thread shares or not with others: its descriptor table, cwd and umask."""
-
-    table: dict[int, _Description]
-    cwd: list[str]  # one cell, shared by threads that share their file system info
-    umask: list[int]
-
-
-_AT_REMOVEDIR = "AT_REMOVEDIR"
-
-
-class StraceRecording(Recording):
+class StraceRecording(FileAndEntryCalls, Recording):
     """A power-loss trace read from an strace log, over an image of ``roots``.
 
     ``start()`` captures the image (before the traced process touches the roots);
@@ -139,7 +112,6 @@ class StraceRecording(Recording):
 
     def start(self, source: Any = None) -> None:
         """Capture the image of the roots now (no observer: the log is read later)."""
-        from editspec.fault_injection._durability import capture_image
 
         self.initial = capture_image(self.roots)
         self.ops = []
@@ -156,8 +128,8 @@ class StraceRecording(Recording):
         self._numbers = iter(range(1, 1 << 62))
         calls = calls_of(text)
         self._parents = clone_parents(calls)
-        first = _Task({}, [cwd], [umask])
-        self._tasks: dict[int, _Task] = {}
+        first = Task({}, [cwd], [umask])
+        self._tasks: dict[int, Task] = {}
         self._first = first
         if pid is not None:
             self._tasks[pid] = first
@@ -174,7 +146,7 @@ class StraceRecording(Recording):
                 self.calls.append((call, tuple(range(before, len(self.ops)))))
         del self._sim
 
-    def _task(self, tid: int) -> _Task:
+    def _task(self, tid: int) -> Task:
         task = self._tasks.get(tid)
         if task is not None:
             return task
@@ -183,7 +155,7 @@ class StraceRecording(Recording):
         if source is None:  # a thread that ran before tracing began: the first one's
             task = self._first
         else:
-            task = _Task(
+            task = Task(
                 source.table if "CLONE_FILES" in flags else dict(source.table),
                 source.cwd if "CLONE_FS" in flags else list(source.cwd),
                 source.umask if "CLONE_FS" in flags else list(source.umask),
@@ -197,7 +169,7 @@ class StraceRecording(Recording):
         return any(path == root or path.startswith(root + os.sep) for root in self.roots)
 
     def _resolve(
-        self, task: _Task, base_token: str | None, raw: bytes, *, follow: bool = False
+        self, task: Task, base_token: str | None, raw: bytes, *, follow: bool = False
     ) -> str:
         """The absolute path a call named: relative to its directory descriptor or the
         thread's cwd, with symlinks under the roots followed (the last one if ``follow``)."""
@@ -237,7 +209,7 @@ class StraceRecording(Recording):
         self.ops.append(op)
         self._sim.step(op)
 
-    def _held(self, task: _Task, token: str) -> _Description | None:
+    def _held(self, task: Task, token: str) -> Description | None:
         """The description a descriptor argument names, if it is one under the roots."""
         number, shown = fd_and_path(token)
         if number is None:
@@ -251,7 +223,7 @@ class StraceRecording(Recording):
             return None
         return held if self._inside(held.path) else None
 
-    def _file(self, task: _Task, token: str) -> _Description | None:
+    def _file(self, task: Task, token: str) -> Description | None:
         """A file description under the roots, its ``open`` put in the trace if needed."""
         held = self._held(task, token)
         if held is None or held.directory:
@@ -261,14 +233,14 @@ class StraceRecording(Recording):
             self._add("open", paths=(held.path,), fd=held.number, mode=0o600)
         return held
 
-    def _size(self, held: _Description) -> int:
+    def _size(self, held: Description) -> int:
         handle = self._sim.fds.get(held.number)
         return len(self._sim.data[handle[0]]) if handle is not None else 0
 
     # -- descriptors ----------------------------------------------------------------------
 
     def _opened(
-        self, task: _Task, call: Call, path_token: str, base: str | None, flags: set[str], mode: int
+        self, task: Task, call: Call, path_token: str, base: str | None, flags: set[str], mode: int
     ) -> None:
         fd = result_of(call)
         assert fd is not None
@@ -280,7 +252,7 @@ class StraceRecording(Recording):
         )
         node = self._sim.entries.get(path)
         directory = "O_DIRECTORY" in flags or isinstance(node, DirNode)
-        held = _Description(next(self._numbers), path, directory, "O_APPEND" in flags)
+        held = Description(next(self._numbers), path, directory, "O_APPEND" in flags)
         task.table[fd] = held
         if directory or not self._inside(path):
             return
@@ -299,36 +271,36 @@ class StraceRecording(Recording):
         if "O_TRUNC" in flags and flags & {"O_WRONLY", "O_RDWR"}:
             self._add("truncate", paths=(path,), fd=held.number, size=0)
 
-    def _on_open(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_open(self, task: Task, args: list[str], call: Call) -> None:
         flags = flags_of(args[1])
         self._opened(task, call, args[0], None, flags, mode_of(args[2]) if len(args) > 2 else 0)
 
-    def _on_openat(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_openat(self, task: Task, args: list[str], call: Call) -> None:
         flags = flags_of(args[2])
         self._opened(task, call, args[1], args[0], flags, mode_of(args[3]) if len(args) > 3 else 0)
 
-    def _on_openat2(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_openat2(self, task: Task, args: list[str], call: Call) -> None:
         how = args[2].strip("{}")
         fields = dict(part.split("=", 1) for part in split_args(how) if "=" in part)
         flags = flags_of(fields.get("flags", "O_RDONLY"))
         self._opened(task, call, args[1], args[0], flags, mode_of(fields.get("mode", "0")))
 
-    def _on_creat(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_creat(self, task: Task, args: list[str], call: Call) -> None:
         self._opened(
             task, call, args[0], None, {"O_WRONLY", "O_CREAT", "O_TRUNC"}, mode_of(args[1])
         )
 
-    def _on_close(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_close(self, task: Task, args: list[str], call: Call) -> None:
         number, _ = fd_and_path(args[0])
         task.table.pop(number, None)  # type: ignore[arg-type]
 
-    def _on_close_range(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_close_range(self, task: Task, args: list[str], call: Call) -> None:
         low, high = as_int(args[0]), as_int(args[1])
         if "CLOSE_RANGE_CLOEXEC" not in args[2]:
             for number in [n for n in task.table if low <= n <= high]:
                 del task.table[number]
 
-    def _duplicated(self, task: _Task, token: str, new: int | None) -> None:
+    def _duplicated(self, task: Task, token: str, new: int | None) -> None:
         number, _ = fd_and_path(token)
         held = task.table.get(number) if number is not None else None
         if new is None:
@@ -338,30 +310,30 @@ class StraceRecording(Recording):
         else:
             task.table[new] = held
 
-    def _on_dup(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_dup(self, task: Task, args: list[str], call: Call) -> None:
         self._duplicated(task, args[0], result_of(call))
 
     _on_dup2 = _on_dup
     _on_dup3 = _on_dup
 
-    def _on_fcntl(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_fcntl(self, task: Task, args: list[str], call: Call) -> None:
         if len(args) > 1 and args[1].strip() in ("F_DUPFD", "F_DUPFD_CLOEXEC"):
             self._duplicated(task, args[0], result_of(call))
 
-    def _on_chdir(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_chdir(self, task: Task, args: list[str], call: Call) -> None:
         task.cwd[0] = self._resolve(task, None, decode_string(args[0]), follow=True)
 
-    def _on_fchdir(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_fchdir(self, task: Task, args: list[str], call: Call) -> None:
         number, shown = fd_and_path(args[0])
         held = task.table.get(number) if number is not None else None
         path = held.path if held is not None else shown
         if path is not None:
             task.cwd[0] = path
 
-    def _on_umask(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_umask(self, task: Task, args: list[str], call: Call) -> None:
         task.umask[0] = mode_of(args[0])
 
-    def _on_read(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_read(self, task: Task, args: list[str], call: Call) -> None:
         number, _ = fd_and_path(args[0])
         held = task.table.get(number) if number is not None else None
         if held is not None:
@@ -369,225 +341,11 @@ class StraceRecording(Recording):
 
     _on_readv = _on_read
 
-    def _on_lseek(self, task: _Task, args: list[str], call: Call) -> None:
+    def _on_lseek(self, task: Task, args: list[str], call: Call) -> None:
         number, _ = fd_and_path(args[0])
         held = task.table.get(number) if number is not None else None
         if held is not None:
             held.offset = result_of(call) or 0
-
-    # -- data ----------------------------------------------------------------------------
-
-    def _written(self, task: _Task, token: str, data: bytes, offset: int | None) -> None:
-        held = self._held(task, token)
-        if held is None or held.directory:
-            return
-        self._file(task, token)
-        moves = offset is None
-        if offset is None:
-            offset = self._size(held) if held.append else held.offset
-        if data:
-            self._add("write", paths=(held.path,), fd=held.number, data=data, offset=offset)
-        if moves:
-            held.offset = offset + len(data)
-
-    def _answer(self, token: str) -> bool:
-        if fd_and_path(token)[0] == 1:
-            self.stdout_writes.append(len(self.ops))
-            return True
-        return False
-
-    def _on_write(self, task: _Task, args: list[str], call: Call) -> None:
-        if self._answer(args[0]):
-            return
-        count = result_of(call) or 0
-        data = decode_string(args[1])
-        if len(data) < count:
-            raise Inexact(f"write of {count} bytes shows {len(data)}")
-        self._written(task, args[0], data[:count], None)
-
-    def _on_pwrite64(self, task: _Task, args: list[str], call: Call) -> None:
-        count = result_of(call) or 0
-        data = decode_string(args[1])
-        if len(data) < count:
-            raise Inexact(f"pwrite of {count} bytes shows {len(data)}")
-        self._written(task, args[0], data[:count], as_int(args[3]))
-
-    @staticmethod
-    def _vector(token: str, count: int) -> bytes:
-        pieces = re.findall(r'iov_base=("(?:[^"]*)"(?:\.\.\.)?)', token)
-        data = b"".join(decode_string(piece) for piece in pieces)
-        if len(data) < count:
-            raise Inexact(f"a vector write of {count} bytes shows {len(data)}")
-        return data[:count]
-
-    def _on_writev(self, task: _Task, args: list[str], call: Call) -> None:
-        if self._answer(args[0]):
-            return
-        self._written(task, args[0], self._vector(args[1], result_of(call) or 0), None)
-
-    def _on_pwritev(self, task: _Task, args: list[str], call: Call) -> None:
-        offset = as_int(args[3])
-        self._written(
-            task,
-            args[0],
-            self._vector(args[1], result_of(call) or 0),
-            offset if offset >= 0 else None,
-        )
-
-    _on_pwritev2 = _on_pwritev
-
-    def _on_ftruncate(self, task: _Task, args: list[str], call: Call) -> None:
-        held = self._file(task, args[0])
-        if held is not None:
-            self._add("truncate", paths=(held.path,), fd=held.number, size=as_int(args[1]))
-
-    def _on_truncate(self, task: _Task, args: list[str], call: Call) -> None:
-        path = self._resolve(task, None, decode_string(args[0]), follow=True)
-        if self._inside(path):
-            self._add("truncate", paths=(path,), size=as_int(args[1]))
-
-    def _on_fallocate(self, task: _Task, args: list[str], call: Call) -> None:
-        held = self._file(task, args[0])
-        if held is None:
-            return
-        if args[1].strip() not in ("0", "FALLOC_FL_KEEP_SIZE"):
-            self.unmodeled.append(f"fallocate {args[1].strip()} of {held.path}")
-        elif args[1].strip() == "0":
-            end = as_int(args[2]) + as_int(args[3])
-            if end > self._size(held):
-                self._add("truncate", paths=(held.path,), fd=held.number, size=end)
-
-    def _on_fsync(self, task: _Task, args: list[str], call: Call) -> None:
-        held = self._held(task, args[0])
-        if held is None:
-            return
-        if held.directory:
-            self._add("fsync_dir", paths=(held.path,))
-        else:
-            self._file(task, args[0])
-            self._add("fsync", paths=(held.path,), fd=held.number)
-
-    _on_fdatasync = _on_fsync
-
-    def _on_sync_file_range(self, task: _Task, args: list[str], call: Call) -> None:
-        held = self._held(task, args[0])
-        if held is not None:
-            self.notes.append(f"sync_file_range of {held.path}: not a durability point")
-
-    def _on_sync(self, task: _Task, args: list[str], call: Call) -> None:
-        self._add("sync", paths=())
-
-    _on_syncfs = _on_sync
-
-    def _on_fchmod(self, task: _Task, args: list[str], call: Call) -> None:
-        held = self._file(task, args[0])
-        if held is not None:
-            self._add("fchmod", paths=(held.path,), fd=held.number, mode=mode_of(args[1]) & 0o7777)
-
-    def _chmod(
-        self, task: _Task, base: str | None, path_token: str, mode_token: str, follow: bool = True
-    ) -> None:
-        path = self._resolve(task, base, decode_string(path_token), follow=follow)
-        if self._inside(path):
-            self._add("chmod", paths=(path,), mode=mode_of(mode_token) & 0o7777)
-
-    def _on_chmod(self, task: _Task, args: list[str], call: Call) -> None:
-        self._chmod(task, None, args[0], args[1])
-
-    def _on_fchmodat(self, task: _Task, args: list[str], call: Call) -> None:
-        follow = not (len(args) > 3 and "AT_SYMLINK_NOFOLLOW" in args[3])
-        self._chmod(task, args[0], args[1], args[2], follow)
-
-    # -- entries ---------------------------------------------------------------------------
-
-    def _two(
-        self, name: str, task: _Task, src: tuple[str | None, str], dst: tuple[str | None, str]
-    ) -> None:
-        source = self._resolve(task, src[0], decode_string(src[1]))
-        target = self._resolve(task, dst[0], decode_string(dst[1]))
-        inside = self._inside(source), self._inside(target)
-        if inside == (True, True):
-            self._add(name, paths=(source, target))
-        elif any(inside):
-            self.unmodeled.append(f"{name} across the roots' boundary: {source} -> {target}")
-
-    def _on_rename(self, task: _Task, args: list[str], call: Call) -> None:
-        self._two("rename", task, (None, args[0]), (None, args[1]))
-
-    def _on_renameat(self, task: _Task, args: list[str], call: Call) -> None:
-        self._two("rename", task, (args[0], args[1]), (args[2], args[3]))
-
-    def _on_renameat2(self, task: _Task, args: list[str], call: Call) -> None:
-        if len(args) > 4 and "RENAME_EXCHANGE" in args[4]:
-            self.unmodeled.append("renameat2 with RENAME_EXCHANGE")
-            return
-        self._on_renameat(task, args, call)
-
-    def _on_link(self, task: _Task, args: list[str], call: Call) -> None:
-        self._two("link", task, (None, args[0]), (None, args[1]))
-
-    def _on_linkat(self, task: _Task, args: list[str], call: Call) -> None:
-        self._two("link", task, (args[0], args[1]), (args[2], args[3]))
-
-    def _one(self, name: str, task: _Task, base: str | None, token: str, **fields: Any) -> None:
-        path = self._resolve(task, base, decode_string(token))
-        if self._inside(path):
-            self._add(name, paths=(path,), **fields)
-
-    def _on_unlink(self, task: _Task, args: list[str], call: Call) -> None:
-        self._one("unlink", task, None, args[0])
-
-    def _on_unlinkat(self, task: _Task, args: list[str], call: Call) -> None:
-        name = "rmdir" if len(args) > 2 and _AT_REMOVEDIR in args[2] else "unlink"
-        self._one(name, task, args[0], args[1])
-
-    def _on_rmdir(self, task: _Task, args: list[str], call: Call) -> None:
-        self._one("rmdir", task, None, args[0])
-
-    def _on_mkdir(self, task: _Task, args: list[str], call: Call) -> None:
-        self._one("mkdir", task, None, args[0], mode=mode_of(args[1]) & ~task.umask[0] & 0o7777)
-
-    def _on_mkdirat(self, task: _Task, args: list[str], call: Call) -> None:
-        self._one("mkdir", task, args[0], args[1], mode=mode_of(args[2]) & ~task.umask[0] & 0o7777)
-
-    def _on_symlink(self, task: _Task, args: list[str], call: Call) -> None:
-        target = os.fsdecode(decode_string(args[0]))
-        self._one("symlink", task, None, args[1], target=target)
-
-    def _on_symlinkat(self, task: _Task, args: list[str], call: Call) -> None:
-        target = os.fsdecode(decode_string(args[0]))
-        self._one("symlink", task, args[1], args[2], target=target)
-
-    # -- what the model cannot replay -------------------------------------------------
-
-    def _on_mmap(self, task: _Task, args: list[str], call: Call) -> None:
-        if len(args) > 4 and "PROT_WRITE" in args[2] and "MAP_SHARED" in args[3]:
-            held = self._held(task, args[4])
-            if held is not None:
-                self.unmodeled.append(f"a shared writable mmap of {held.path}")
-
-    def _copied_into(self, task: _Task, token: str, name: str) -> None:
-        held = self._held(task, token)
-        if held is not None:
-            self.unmodeled.append(f"{name} into {held.path}: the bytes are not in the log")
-
-    def _on_copy_file_range(self, task: _Task, args: list[str], call: Call) -> None:
-        self._copied_into(task, args[2], "copy_file_range")
-
-    def _on_sendfile(self, task: _Task, args: list[str], call: Call) -> None:
-        self._copied_into(task, args[0], "sendfile")
-
-    def _on_splice(self, task: _Task, args: list[str], call: Call) -> None:
-        self._copied_into(task, args[2], "splice")
-
-    def _on_io_uring_setup(self, task: _Task, args: list[str], call: Call) -> None:
-        self.unmodeled.append(
-            f"{call.name}: io_uring is unsupported (its submissions are not system calls "
-            "strace can show)"
-        )
-
-    _on_io_uring_enter = _on_io_uring_setup
-    _on_io_uring_register = _on_io_uring_setup
 
     # -- for people ----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from editspec.reference._base import WorkspaceBase
 from editspec.reference.guards._access import AccessTracker
+from editspec.reference.guards._hooks import Hooks
 from editspec.reference.guards._locks import LockTable
 from editspec.reference.paths._paths import WorkspacePath
 from editspec.reference.snapshots._snapshots import SnapshotStore
@@ -41,6 +42,10 @@ class WorkspaceContext(WorkspaceBase, Protocol):
     @property
     def snapshots(self) -> SnapshotStore:
         """Per-session snapshot history (SNAP)."""
+
+    @property
+    def hooks(self) -> Hooks:
+        """The host's deny rules, validators and change listeners."""
 
     @property
     def grep_backend(self) -> str:

@@ -29,6 +29,7 @@ CORRUPT_JOURNAL = "CORRUPT_JOURNAL"
 NEEDS_RECOVERY = "NEEDS_RECOVERY"
 IO_ERROR = "IO_ERROR"
 CANCELLED = "CANCELLED"
+DENIED = "DENIED"
 
 ERROR_CODES: frozenset[str] = frozenset(
     {
@@ -51,6 +52,7 @@ ERROR_CODES: frozenset[str] = frozenset(
         NEEDS_RECOVERY,
         IO_ERROR,
         CANCELLED,
+        DENIED,
     }
 )
 

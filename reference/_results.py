@@ -56,6 +56,8 @@ class WriteResult:
     diff: str
     snapshot_created: bool
     warnings: tuple[str, ...] = ()
+    # A replace whose previous bytes were kept: the message id rewind takes to restore them.
+    backup_ref: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -79,6 +81,7 @@ class EditResult:
     snapshot_created: bool
     replacements: tuple[Replacement, ...]
     warnings: tuple[str, ...] = ()
+    backup_ref: str | None = None  # as WriteResult's
 
 
 @attrs.frozen(kw_only=True)
@@ -101,6 +104,15 @@ class NotebookResult:
 
 
 @attrs.frozen(kw_only=True)
+class HunkMatch:
+    """Where one hunk of a patch matched: its number, the file line, the strategy."""
+
+    hunk: int  # 1-based, in the file's section of the patch
+    line: int  # 1-based line of the file (before the patch) where its old side matched
+    matched_by: str  # "exact" | "trailing_whitespace" | "surrounding_whitespace" | ...
+
+
+@attrs.frozen(kw_only=True)
 class FileChange:
     path: str
     op: str  # "add" | "update" | "delete" | "move"
@@ -108,6 +120,7 @@ class FileChange:
     old_sha256: str | None
     new_sha256: str | None
     diff: str
+    hunks: tuple[HunkMatch, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -157,6 +170,10 @@ class ListResult:
     entries: tuple[ListEntry, ...]
     next_cursor: str | None
     truncated: bool
+    total_entries: int | None = None  # the whole listing's count, from the same traversal
+    changed_during_listing: bool = False  # a listed directory changed meanwhile
+    excluded: tuple[str, ...] = ()  # directories skipped by the exclusions (root-relative)
+    exclusions: tuple[str, ...] = ()  # the directory names excluded (the rules in effect)
 
 
 @attrs.frozen(kw_only=True)
@@ -187,3 +204,62 @@ class RecoveryReport:
     rolled_back: tuple[str, ...] = ()
     rolled_forward: tuple[str, ...] = ()
     cleaned: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ManifestItem:
+    """One entry under a tree: path relative to the tree, type, size and content hash."""
+
+    path: str
+    type: str  # "file" | "dir" | "symlink" | "other"
+    size: int
+    sha256: str | None  # file: its bytes; symlink: its target; None for a directory
+
+
+@attrs.frozen(kw_only=True)
+class ManifestResult:
+    """Every entry under a directory and the hash that names exactly this set."""
+
+    path: str
+    items: tuple[ManifestItem, ...]
+    manifest_sha256: str
+
+
+@attrs.frozen(kw_only=True)
+class DeleteResult:
+    """A file, an empty directory or a whole tree removed (``Session.delete``)."""
+
+    path: str
+    kind: str  # "file" | "empty_dir" | "tree"
+    items: tuple[ManifestItem, ...]  # every entry removed (a file: itself, path "")
+    old_sha256: str | None  # a file's bytes; None for a directory
+    manifest_sha256: str | None  # a tree's manifest; None otherwise
+    restore_ref: str | None  # the message id ``rewind`` takes to bring it back
+    quarantine: str | None  # where a tree's entries are kept (absolute), if moved there
+    snapshot_created: bool
+    transaction_id: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class MoveStep:
+    """One step of a move and how it went: "done", "failed: <errno>" or "pending"."""
+
+    step: str  # "rename" | "copy" | "fsync" | "verify" | "delete_source"
+    outcome: str
+
+
+@attrs.frozen(kw_only=True)
+class MoveResult:
+    """A file or a directory moved to a new path, never over an existing one."""
+
+    path: str
+    move_to: str
+    kind: str  # "file" | "dir"
+    atomic: bool  # True for one rename; False for copy + verify + delete (EXDEV)
+    steps: tuple[MoveStep, ...]
+    sha256: str | None  # a file's bytes; None for a directory
+    items: tuple[ManifestItem, ...]  # a directory's entries
+    restore_ref: str | None
+    snapshot_created: bool
+    warnings: tuple[str, ...] = ()

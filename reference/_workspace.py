@@ -22,12 +22,15 @@ from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
 from editspec.reference._limits import Limits
 from editspec.reference._results import (
+    DeleteResult,
     EditResult,
     EditSpec,
     GlobResult,
     GrepResult,
     IgnoreExplanation,
     ListResult,
+    ManifestResult,
+    MoveResult,
     NotebookResult,
     PatchResult,
     ReadResult,
@@ -36,14 +39,16 @@ from editspec.reference._results import (
     WriteResult,
 )
 from editspec.reference.guards._access import AccessTracker
+from editspec.reference.guards._hooks import Hooks, emits_changes, filter_denied
 from editspec.reference.guards._locks import LockTable
 from editspec.reference.patch import _patch
 from editspec.reference.paths._paths import WorkspacePath, resolve
+from editspec.reference.paths._suggest import hint_not_found
 from editspec.reference.search import _glob, _listing, _search
 from editspec.reference.snapshots import _rewind
 from editspec.reference.snapshots._snapshots import SnapshotStore
 from editspec.reference.text._memo import ContentMemo
-from editspec.reference.tools import _edit, _notebook, _read, _write
+from editspec.reference.tools import _delete, _edit, _manifest, _move, _notebook, _read, _write
 from editspec.reference.transactions import _recovery
 
 
@@ -83,6 +88,7 @@ class Workspace:
         self.access = AccessTracker()
         self.memo = ContentMemo()
         self.snapshots = SnapshotStore(self)
+        self.hooks = Hooks()  # the host's deny rules, validators and change listeners
         self._needs_recovery: str | None = None
         self._state_lock = threading.Lock()
         if recover:
@@ -98,8 +104,17 @@ class Workspace:
         return Session(self, session_id)
 
     def resolve(self, path: str | os.PathLike[str]) -> WorkspacePath:
-        """Confine and resolve a user path. Spec: PATH-*."""
-        return resolve(self, path)
+        """Confine and resolve a user path. Spec: PATH-*, and the host's deny rules."""
+        if not self.hooks.denies_anything:
+            return resolve(self, path)
+        lexical = _lexical_relative(self.root, path)
+        if lexical is not None:  # refused before any disk access: nothing about existence
+            self.hooks.check_denied(lexical, lexical, is_dir=None)
+        resolved = resolve(self, path)
+        is_dir = resolved.kind == "dir"
+        for relative in (resolved.relative, resolved.logical_relative):
+            self.hooks.check_denied(relative, resolved.logical_relative, is_dir=is_dir)
+        return resolved
 
     # -- sticky failure and recovery -------------------------------------------
 
@@ -147,6 +162,20 @@ class Workspace:
         """Release nothing that outlives the process; present for the driver contract."""
 
 
+def _lexical_relative(root: str, path: str | os.PathLike[str]) -> str | None:
+    """``path`` relative to the root by its spelling alone ("/"-separated), or None."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        return None
+    if not isinstance(text, str) or "\0" in text:
+        return None
+    joined = os.path.normpath(os.path.join(root, text))
+    if joined != root and not joined.startswith(root + os.sep):
+        return None  # outside: resolve() refuses it
+    return os.path.relpath(joined, root).replace(os.sep, "/")
+
+
 class Session:
     """One agent session on a workspace (DESIGN §2 ``Session``)."""
 
@@ -154,6 +183,7 @@ class Session:
         self.workspace = workspace
         self.id = session_id
 
+    @hint_not_found
     def read(
         self,
         path: str,
@@ -175,6 +205,7 @@ class Session:
             encoding=encoding,
         )
 
+    @emits_changes
     def write(
         self,
         path: str,
@@ -189,6 +220,8 @@ class Session:
             self, path, content, expected_sha256=expected_sha256, message_id=message_id
         )
 
+    @emits_changes
+    @hint_not_found
     def edit(
         self,
         path: str,
@@ -201,6 +234,8 @@ class Session:
         self.workspace.before_change()
         return _edit.edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
 
+    @emits_changes
+    @hint_not_found
     def edit_notebook(
         self,
         path: str,
@@ -227,17 +262,21 @@ class Session:
             message_id=message_id,
         )
 
+    @emits_changes
+    @hint_not_found
     def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
         """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
         self.workspace.before_change()
         return _patch.apply_patch(self, patch, message_id=message_id)
 
+    @filter_denied
     def glob(
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
         """Find files by glob pattern under gitignore rules. Spec: GLOB-*."""
         return _glob.glob(self, pattern, path=path, max_results=max_results)
 
+    @filter_denied
     def grep(
         self,
         pattern: str,
@@ -261,6 +300,7 @@ class Session:
             cancel=cancel,
         )
 
+    @filter_denied
     def list_directory(
         self,
         path: str = ".",
@@ -269,6 +309,8 @@ class Session:
         include_hidden: bool = False,
         cursor: str | None = None,
         max_entries: int | None = None,
+        glob: str | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> ListResult:
         """List a directory with typed entries and cursor paging. Spec: LIST-*."""
         return _listing.list_directory(
@@ -278,12 +320,63 @@ class Session:
             include_hidden=include_hidden,
             cursor=cursor,
             max_entries=max_entries,
+            glob=glob,
+            exclude=exclude,
         )
 
     def why_ignored(self, path: str) -> IgnoreExplanation:
         """Explain which ignore rule, if any, excludes ``path`` from search. Spec: GLOB-*."""
         return _search.why_ignored(self, path)
 
+    def manifest(self, path: str) -> ManifestResult:
+        """Every entry under a directory and the hash a tree Delete or Move needs. Spec: DEL-*."""
+        return _manifest.manifest(self, path)
+
+    @emits_changes
+    @hint_not_found
+    def delete(
+        self,
+        path: str,
+        *,
+        kind: str,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> DeleteResult:
+        """Delete a file, an empty directory or a tree, restorably. Spec: DEL-*."""
+        self.workspace.before_change()
+        return _delete.delete(
+            self,
+            path,
+            kind=kind,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
+    @emits_changes
+    @hint_not_found
+    def move(
+        self,
+        source: str,
+        destination: str,
+        *,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> MoveResult:
+        """Move a file or a directory; never over an existing path. Spec: MOVE-*."""
+        self.workspace.before_change()
+        return _move.move(
+            self,
+            source,
+            destination,
+            expected_sha256=expected_sha256,
+            manifest_sha256=manifest_sha256,
+            message_id=message_id,
+        )
+
+    @emits_changes
     def rewind(self, message_id: str) -> RewindResult:
         """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
         self.workspace.before_change()

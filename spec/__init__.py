@@ -10,8 +10,18 @@ The suite reaches an implementation only through the driver contract (``Driver``
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from editspec.contract import (
+    CAPABILITIES,
+    CONTRACT_VERSION,
+    PROFILES,
+    Driver,
+    DriverFactory,
+    Profile,
+    Session,
+)
 from editspec.spec._assertions import (
     Inconclusive,
     MissingField,
@@ -28,17 +38,10 @@ from editspec.spec._assertions import (
 )
 from editspec.spec._calls import setup
 from editspec.spec._clauses import MAY, MUST, SHOULD, Clause, ClauseDefinitionError, clause
-from editspec.spec.contract import (
-    CAPABILITIES,
-    CONTRACT_VERSION,
-    PROFILES,
-    Driver,
-    DriverFactory,
-    Profile,
-    Session,
-)
 
-# Imported on first use: they pull in the fault-injection machinery.
+# Imported on first use, not to dodge a cycle (fault_injection imports nothing of spec):
+# they pull in fault_injection and the engine, which the pytest plugin (loaded by every
+# pytest run, before coverage starts) must not import.
 _LAZY = {
     "prepare_change": "editspec.spec.fixtures",
     "crash_at": "editspec.spec.crash",
@@ -54,8 +57,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 

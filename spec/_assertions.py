@@ -8,9 +8,10 @@ Outcome rules (DESIGN §7; the report depends on them):
   not land or for a call that had to be refused), ``wrong-code`` (a refusal with another
   error code, or with none), ``missing-field`` (a result field the contract names is
   absent) and ``wrong-behaviour`` (everything else: a wrong reported value, a hang, an
-  order the clause forbids). The kinds are classes here (``Unsafe``, ``WrongCode``,
-  ``MissingField``, ``WrongBehaviour``); a plain ``assert`` is ``unsafe`` when its
-  statement looks at the disk and ``wrong-behaviour`` otherwise (``failure_kind``).
+  order the clause forbids). The kinds are classes of ``editspec.contract.verdicts``
+  (``Unsafe``, ``WrongCode``, ``MissingField``, ``WrongBehaviour``); a plain ``assert``
+  is ``unsafe`` when its statement looks at the disk and ``wrong-behaviour`` otherwise
+  (``failure_kind``).
 * An exception raised by the implementation (it passes through the suite's driver
   proxies, which mark it) is a FAIL too: ``wrong-code``, since the tool refused with a
   code, or without one, where the clause expected success or another code.
@@ -32,56 +33,25 @@ from typing import Any, TypeVar
 
 import pytest
 
-from editspec.spec.contract import RESULT_FIELDS, is_error_code
+from editspec.contract import RESULT_FIELDS, is_error_code
+from editspec.contract.verdicts import (
+    MISSING_FIELD,
+    UNSAFE,
+    WRONG_BEHAVIOUR,
+    WRONG_CODE,
+    ClauseFailure,
+    Inconclusive,
+    MissingField,
+    UncodedError,
+    Unsafe,
+    WrongBehaviour,
+    WrongCode,
+)
 
 T = TypeVar("T")
 
-UNSAFE = "unsafe"
-WRONG_CODE = "wrong-code"
-MISSING_FIELD = "missing-field"
-WRONG_BEHAVIOUR = "wrong-behaviour"
-FAILURE_KINDS: tuple[str, ...] = (UNSAFE, WRONG_CODE, MISSING_FIELD, WRONG_BEHAVIOUR)
-
 # Set on an exception that came out of the implementation (through a driver proxy).
 FROM_IMPLEMENTATION = "__editspec_from_implementation__"
-
-
-class ClauseFailure(AssertionError):
-    """A clause's verdict against the implementation; ``kind`` says what went wrong."""
-
-    kind = WRONG_BEHAVIOUR
-
-
-class Unsafe(ClauseFailure):
-    """Wrong bytes on disk, an escape, or a success for a change that did not land."""
-
-    kind = UNSAFE
-
-
-class WrongCode(ClauseFailure):
-    """A safe refusal, but with another error code than the clause names (or none)."""
-
-    kind = WRONG_CODE
-
-
-class MissingField(ClauseFailure, AttributeError):
-    """A result lacks a field the contract names (also an AttributeError, for ``hasattr``)."""
-
-    kind = MISSING_FIELD
-
-
-class WrongBehaviour(ClauseFailure):
-    """The tool stayed safe but did not do what the clause says (a value, a hang, an order)."""
-
-    kind = WRONG_BEHAVIOUR
-
-
-class Inconclusive(Exception):
-    """The harness could not inject what the clause needs: neither PASS nor FAIL."""
-
-
-class UncodedError(WrongCode):
-    """The implementation raised an exception outside the error table (FAIL, wrong-code)."""
 
 
 def inconclusive(reason: str) -> None:

@@ -25,8 +25,8 @@ from typing import Any
 
 import attrs
 
+from editspec.contract import is_error_code
 from editspec.spec._assertions import EXPECTING
-from editspec.spec.contract import is_error_code
 
 _SETUP: contextvars.ContextVar[bool] = contextvars.ContextVar("editspec_setup", default=False)
 

@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from editspec.contract.drivers import DriverSpec, factory_for
+from editspec.reference import EditSpec
+from editspec.spec._calls import setup
+
 NEEDS_READ = frozenset({"read_before_write", "stale_detection"})
 
 
@@ -34,8 +38,6 @@ def insert_markers(
     ``capabilities`` (default: the session's ``driver_capabilities``, as the suite's
     proxy carries them) decide whether each attempt is prepared by a plain read.
     """
-    from editspec.reference import EditSpec
-    from editspec.spec._calls import setup
 
     if capabilities is None:
         capabilities = frozenset(getattr(session, "driver_capabilities", frozenset()))
@@ -63,7 +65,6 @@ def insert_markers(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from editspec.spec.drivers import DriverSpec, factory_for
 
     args = json.loads((argv if argv is not None else sys.argv[1:])[0])
     factory = factory_for(DriverSpec.from_dict(args["driver"]))

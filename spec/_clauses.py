@@ -21,7 +21,7 @@ from typing import Final, TypeVar
 
 import attrs
 
-from editspec.spec.contract import AREAS, CAPABILITIES, profile_for
+from editspec.contract import AREAS, CAPABILITIES, profile_for
 
 MUST: Final = "MUST"
 SHOULD: Final = "SHOULD"

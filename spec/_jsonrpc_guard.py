@@ -21,7 +21,8 @@ notification: it runs and nobody hears of it. Here each of those is answered:
 * ``-32600`` (invalid request): JSON, but not a message MCP accepts: a batch, not an
   object, ``jsonrpc`` not ``"2.0"``, an ``id`` that is not a string or an integer (or
   one too long to repeat: over ``MAX_ID_CHARS`` characters or 64 bits),
-  ``method`` not a string, ``params`` not an object, nesting deeper than ``max_depth``,
+  ``method`` not a string (or longer than ``MAX_METHOD_CHARS``), ``params`` not an
+  object, nesting deeper than ``max_depth``,
   a string holding a lone surrogate (not Unicode text, so it cannot reach a file system
   or be echoed in UTF-8), a response with neither or both of ``result`` and ``error``.
   The answer carries the request's ``id`` whenever that ``id`` itself is valid, so the
@@ -87,6 +88,8 @@ def error_response(request_id: object, code: int, message: str, **data: Any) -> 
 
 
 MAX_ID_CHARS = 1024
+MAX_METHOD_CHARS = 256
+"""The longest method name passed on (MCP's are under 40 characters)."""
 """The longest string id answered with (a UUID is 36); a longer one is answered with null."""
 
 
@@ -197,6 +200,9 @@ def _shape_problem(message: dict[str, Any]) -> str | None:
     if "method" in message:
         if not isinstance(message["method"], str):
             return '"method" must be a string'
+        if len(message["method"]) > MAX_METHOD_CHARS:
+            # The SDK answers an unknown method with the name as the error's data, in full.
+            return f'"method" is longer than any MCP method: {excerpt(message["method"])}'
         if "params" in message and not isinstance(message["params"], dict):
             return '"params" must be an object'
         if "result" in message or "error" in message:

@@ -2,9 +2,9 @@
 
 One tool per operation of the driver contract (DESIGN §2), named as the operation:
 ``read``, ``write``, ``edit``, ``edit_notebook``, ``apply_patch``, ``glob``, ``grep``,
-``list_directory``, ``rewind`` and ``recover``. Every tool but ``recover`` takes a
-``session_id`` (default ``"default"``): read records and snapshot history belong to a
-session, as in-process.
+``list_directory``, ``rewind``, ``manifest``, ``delete``, ``move`` and ``recover``.
+Every tool but ``recover`` takes a ``session_id`` (default ``"default"``): read records
+and snapshot history belong to a session, as in-process.
 
 Arguments are checked here, not by the SDK, so a wrong type is the engine's
 ``INVALID_ARGUMENT`` (a tool error with a code), never a protocol error without one.
@@ -24,11 +24,14 @@ from typing import Any
 import attrs
 
 from editspec.reference import (
+    DeleteResult,
     EditResult,
     EditSpec,
     GlobResult,
     GrepResult,
     ListResult,
+    ManifestResult,
+    MoveResult,
     NotebookResult,
     PatchResult,
     ReadResult,
@@ -38,6 +41,7 @@ from editspec.reference import (
     Workspace,
     WriteResult,
 )
+from editspec.spec._jsonrpc_guard import excerpt
 
 DEFAULT_SESSION = "default"
 
@@ -106,7 +110,8 @@ def _check_edits(value: Any) -> list[EditSpec]:
             raise _invalid(f"edits[{index}] must be an object", argument="edits")
         unknown = sorted(set(item) - set(_EDIT_FIELDS))
         if unknown:
-            raise _invalid(f"edits[{index}] has unknown fields {unknown}", argument="edits")
+            shown = ", ".join(excerpt(name) for name in unknown[:10])
+            raise _invalid(f"edits[{index}] has unknown fields [{shown}]", argument="edits")
         fields: dict[str, Any] = {}
         for name, field in _EDIT_FIELDS.items():
             if item.get(name) is None:
@@ -124,7 +129,10 @@ def check_arguments(tool: ToolDef, arguments: Mapping[str, Any] | None) -> dict[
     known = {arg.name for arg in tool.args} | ({"session_id"} if tool.sessions else set())
     unknown = sorted(set(given) - known)
     if unknown:
-        raise _invalid(f"{tool.name} has no argument {', '.join(unknown)}", arguments=unknown)
+        # Names quoted as excerpts, at most ten: an unknown key may be megabytes long.
+        shown = [excerpt(name) for name in unknown[:10]]
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        raise _invalid(f"{tool.name} has no argument {', '.join(shown)}{more}", arguments=shown)
     checked: dict[str, Any] = {}
     for arg in tool.args:
         value = given.get(arg.name)
@@ -304,6 +312,7 @@ TOOLS: tuple[ToolDef, ...] = (
             Arg("include_hidden", "boolean", "include names starting with '.'"),
             Arg("cursor", "string", "next_cursor of the previous page"),
             Arg("max_entries", "integer", "at most this many entries per page"),
+            Arg("glob", "string", "only entries whose path below the directory matches"),
         ),
         result=ListResult,
         read_only=True,
@@ -317,6 +326,49 @@ TOOLS: tuple[ToolDef, ...] = (
         result=RewindResult,
         read_only=False,
         call=_session_call("rewind", "message_id"),
+    ),
+    ToolDef(
+        name="manifest",
+        description="List every entry under a directory (path, type, size, sha256) and the "
+        "manifest_sha256 that deleting or moving the whole tree requires.",
+        args=(_PATH,),
+        result=ManifestResult,
+        read_only=True,
+        call=_session_call("manifest", "path"),
+    ),
+    ToolDef(
+        name="delete",
+        description="Delete a file (read in this session, or expected_sha256 given), an "
+        "empty directory, or a whole tree (manifest_sha256 from the manifest tool): kind "
+        "must say which. All or nothing; restore_ref is the message id rewind takes to "
+        "bring it back.",
+        args=(
+            _PATH,
+            Arg("kind", "string", "'file', 'empty_dir' or 'tree': what is expected there", True),
+            _EXPECTED,
+            Arg("manifest_sha256", "string", "the tree's manifest_sha256 (kind 'tree')"),
+            _MESSAGE,
+        ),
+        result=DeleteResult,
+        read_only=False,
+        call=_session_call("delete", "path"),
+    ),
+    ToolDef(
+        name="move",
+        description="Move a file (read in this session, or expected_sha256 given) or a "
+        "directory (manifest_sha256 given) to a path that does not exist: never over an "
+        "existing file. One rename; across file systems copy, verify and delete, reported "
+        "with atomic=false and each step.",
+        args=(
+            Arg("source", "string", "the file or directory to move", True),
+            Arg("destination", "string", "its new path; must not exist", True),
+            _EXPECTED,
+            Arg("manifest_sha256", "string", "a directory's manifest_sha256"),
+            _MESSAGE,
+        ),
+        result=MoveResult,
+        read_only=False,
+        call=_session_call("move", "source", "destination"),
     ),
     ToolDef(
         name="recover",

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from editspec.fault_injection import driver_power, harness, process_power, strace_kill, trees
+from editspec.fault_injection.scenario import Scenario
 from editspec.spec import _calls
 
 #: The reason a clause gives when a driver can be neither intercepted nor traced (the
@@ -61,8 +63,6 @@ def power_cut_problems(
     A driver with neither ``python_fs`` nor ``process`` is skipped as UNSUPPORTED; a
     server where strace cannot trace is skipped with the reason.
     """
-    from editspec.fault_injection import trees
-    from editspec.fault_injection.scenario import Scenario
 
     scenario = Scenario(
         name="power cut",
@@ -97,13 +97,12 @@ def _log_steps(kind: str, steps: Sequence[Mapping[str, Any]]) -> None:
 def _driver_problems(
     factory: Callable[[Path, Path], object], base: Path, scenario: Any, only: str | None
 ) -> tuple[int, list[str]]:
-    from editspec.fault_injection import harness, ostrace
 
     sandbox = harness.Sandbox(base)
-    clean = ostrace.driver_baseline(factory, sandbox, scenario)
+    clean = driver_power.driver_baseline(factory, sandbox, scenario)
     if not clean.outcome.ok:
         raise AssertionError(f"the step failed without a power cut: {clean.outcome}")
-    report = ostrace.check_driver_power_loss(
+    report = driver_power.check_driver_power_loss(
         factory,
         sandbox,
         scenario,
@@ -123,7 +122,6 @@ def _driver_problems(
 def _process_problems(
     factory: Any, base: Path, scenario: Any, only: str | None
 ) -> tuple[int, list[str]]:
-    from editspec.fault_injection import harness, process_power, strace_kill, trees
 
     reason = strace_kill.strace_unavailable()
     if reason is not None:

@@ -10,10 +10,15 @@ DNS rebinding protection is the SDK's ``TransportSecuritySettings``, always on: 
 address), and a request with an ``Origin`` header must come from a loopback origin or
 one given with ``--allow-origin``. A refused request never reaches the engine.
 
-A guard over the raw body of every POST request can be slotted in before the SDK sees
-it: ``build_http_app(..., body_guard=...)`` takes a ``BodyGuard`` (the bytes in, a
-reason to refuse or ``None`` out; the default accepts every body). A refused body is
-answered with HTTP 400 and a JSON-RPC error, and no tool runs.
+A guard over the raw body of every POST request sits before the SDK sees it:
+``build_http_app(..., body_guard=...)`` takes a ``BodyGuard`` (the bytes in; out, a
+reason to refuse, the JSON-RPC error response to send, or ``None`` to pass the body on).
+A refused body is answered with HTTP 400 and a JSON-RPC error, and no tool runs. The
+default is ``jsonrpc_body_guard``, the request guard of stdio (``_jsonrpc_guard``), so
+that a body the SDK would drop or misread (a lone surrogate escape, which its parser turns
+into another string; an ``id`` of ``1.5`` or ``true``, taken for a notification and run
+unanswered) gets the same answer as on stdio. A body over ``MAX_MESSAGE_BYTES`` is not
+read further: HTTP 413 with a ``-32700`` error.
 """
 
 from __future__ import annotations
@@ -30,12 +35,17 @@ from typing import Any
 
 import attrs
 
+from editspec.spec._jsonrpc_guard import (
+    MAX_MESSAGE_BYTES,
+    PARSE_ERROR,
+    Rejected,
+    check_message,
+    error_response,
+)
+
 MCP_PATH = "/mcp"
 DEFAULT_HOST = "127.0.0.1"
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-# The SDK's own limit on a request body (4 MiB) applies after the guard; the guard
-# reads at most this much more than it, so an oversized body still meets the SDK's 413.
-_GUARD_READ_LIMIT = 8 * 1024 * 1024
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -43,13 +53,20 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-BodyGuard = Callable[[bytes], "str | None"]
-"""A check of a POST body before the MCP transport parses it: a reason to refuse, or None."""
+BodyGuard = Callable[[bytes], "str | dict[str, Any] | None"]
+"""A check of a POST body before the MCP transport parses it: a reason to refuse (answered
+as an invalid request), the JSON-RPC error response to send, or None to pass it on."""
 
 
-def accept_every_body(body: bytes) -> str | None:
-    """The default ``BodyGuard``: every body goes on to the SDK's own parsing."""
+def accept_every_body(body: bytes) -> str | dict[str, Any] | None:
+    """A ``BodyGuard`` that lets every body go on to the SDK's own parsing."""
     return None
+
+
+def jsonrpc_body_guard(body: bytes) -> str | dict[str, Any] | None:
+    """The default ``BodyGuard``: the request guard's answer for a body it refuses."""
+    checked = check_message(body)
+    return checked.response if isinstance(checked, Rejected) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -110,9 +127,12 @@ def security_settings(
 class RequestBodyGuard:
     """ASGI middleware: ``guard`` sees each POST body whole before the transport does."""
 
-    def __init__(self, app: ASGIApp, guard: BodyGuard) -> None:
+    def __init__(
+        self, app: ASGIApp, guard: BodyGuard, *, max_bytes: int = MAX_MESSAGE_BYTES
+    ) -> None:
         self.app = app
         self.guard = guard
+        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -120,7 +140,7 @@ class RequestBodyGuard:
             return
         chunks: list[bytes] = []
         size, more = 0, True
-        while more and size <= _GUARD_READ_LIMIT:
+        while more:
             message = await receive()
             if message["type"] != "http.request":  # the client went away
                 return
@@ -128,30 +148,39 @@ class RequestBodyGuard:
             chunks.append(chunk)
             size += len(chunk)
             more = bool(message.get("more_body", False))
+            if size > self.max_bytes:  # not read further: memory stays bounded
+                too_large = f"message too large: over {self.max_bytes} bytes"
+                error = error_response(None, PARSE_ERROR, too_large, max_bytes=self.max_bytes)
+                await _refuse(send, error, status=413)
+                return
         body = b"".join(chunks)
-        problem = None if more else self.guard(body)
+        problem = self.guard(body)
         if problem is not None:
             await _refuse(send, problem)
             return
         replayed = False
 
         async def replay() -> Message:
-            nonlocal replayed, more
+            nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": body, "more_body": more}
+                return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
         await self.app(scope, replay, send)
 
 
-async def _refuse(send: Send, reason: str) -> None:
-    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}
-    payload = json.dumps(error).encode("utf-8")
+async def _refuse(send: Send, problem: str | dict[str, Any], *, status: int = 400) -> None:
+    error = (
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": problem}}
+        if isinstance(problem, str)
+        else problem
+    )
+    payload = json.dumps(error, ensure_ascii=True).encode("ascii")
     await send(
         {
             "type": "http.response.start",
-            "status": 400,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode("ascii")),
@@ -167,7 +196,7 @@ def build_http_app(
     *,
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
-    body_guard: BodyGuard = accept_every_body,
+    body_guard: BodyGuard = jsonrpc_body_guard,
 ) -> ASGIApp:
     """The ASGI application: the body guard, then ``server``'s Streamable HTTP app at /mcp."""
     app = server.streamable_http_app(
@@ -197,7 +226,7 @@ async def serve_http(
     *,
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
-    body_guard: BodyGuard = accept_every_body,
+    body_guard: BodyGuard = jsonrpc_body_guard,
 ) -> None:
     """Serve ``server`` (an SDK ``Server``) until SIGINT or SIGTERM; the URL goes to stderr."""
     import uvicorn

@@ -57,6 +57,7 @@ ERROR_HINTS: Mapping[str, str] = {
     "retry.",
     "IO_ERROR": "The file system failed and nothing changed: retry once, then report it.",
     "CANCELLED": "The search was cancelled: narrow it (path, include) and retry.",
+    "DENIED": "The host does not allow this path: do not retry it or look for a way around.",
 }
 
 _PREVIEW_CHARS = 64  # of the hex preview, in the read header's binary line

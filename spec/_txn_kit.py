@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from editspec.spec import _calls
-from editspec.spec.fixtures import CrashKit, Disk
+from editspec.spec.crash import CrashKit, crash_at
+from editspec.spec.fixtures import Disk
 
 BEFORE: Mapping[str, bytes] = {
     "a.txt": b"alpha one\nalpha two\nalpha three\n",
@@ -156,7 +157,6 @@ class Runs:
 
     def crashed_at(self, step: int, patch: str = PATCH) -> bool:
         """A fresh run of ``patch`` killed at its ``step``-th mutating call; whether it was."""
-        from editspec.spec.crash import crash_at
 
         session = self.fresh()
         with crash_at(step) as point:

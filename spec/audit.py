@@ -38,6 +38,9 @@ OPERATION_CAPABILITY: Mapping[str, str] = {
     "rewind": "snapshots",
     "edit_notebook": "notebook",
     "open_remote_session": "remote_acp",
+    "manifest": "delete",
+    "delete": "delete",
+    "move": "move",
 }
 # Every operation of a remote session (``open_remote_session``) needs only remote_acp.
 REMOTE_PREFIX = "remote:"

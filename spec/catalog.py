@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import pkgutil
+import sys
 from pathlib import Path
 from types import ModuleType
 
 import editspec.spec as _package
+from editspec.contract import AREAS, CAPABILITIES, PROFILES
 from editspec.spec._clauses import LEVELS, REGISTRY, Clause, clause_of
-from editspec.spec.contract import AREAS, CAPABILITIES, PROFILES
 from editspec.spec.report import catalog_sha256
 
 PACKAGE_DIR = Path(_package.__file__).resolve().parent
@@ -38,6 +40,8 @@ _AREA_TITLES = {
     "LIMIT": "Limits",
     "REMOTE": "Remote (ACP)",
     "NB": "Notebooks",
+    "DEL": "Delete",
+    "MOVE": "Move",
 }
 
 
@@ -51,9 +55,21 @@ def clause_modules() -> list[str]:
 
 
 def load() -> list[Clause]:
-    """Import every clause module and return the catalog, in order."""
+    """Import every clause module and return the catalog, in order.
+
+    A module pytest has already imported (under the name its import mode gave it) has
+    registered its clauses: importing it again under the package's name would only compile
+    and run it a second time.
+    """
+    loaded = {
+        os.path.realpath(path)
+        for module in list(sys.modules.values())
+        if isinstance(path := getattr(module, "__file__", None), str)
+    }
     for name in clause_modules():
-        importlib.import_module(name)
+        source = PACKAGE_DIR / f"{name.rpartition('.')[2]}.py"
+        if os.path.realpath(source) not in loaded:
+            importlib.import_module(name)
     return REGISTRY.all()
 
 

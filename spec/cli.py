@@ -24,6 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import editspec.spec
+from editspec.spec import audit, catalog, expectations, report
+from editspec.spec.report import suite_version
+
 EXIT_OK = 0
 EXIT_MUST_FAILED = 1
 EXIT_USAGE = 2
@@ -38,7 +42,6 @@ _DELEGATED: dict[str, tuple[str, str]] = {
 
 
 def _package_dir() -> Path:
-    import editspec.spec
 
     return Path(editspec.spec.__file__).resolve().parent
 
@@ -135,7 +138,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         if status == pytest.ExitCode.INTERRUPTED or not json_report.exists():
             print("editspec check: the suite did not run to completion", file=sys.stderr)
             return EXIT_USAGE
-        from editspec.spec import report
 
         built = report.load(str(json_report))
     if not args.verbose:
@@ -149,7 +151,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_expectations_update(args: argparse.Namespace) -> int:
-    from editspec.spec import expectations, report
 
     try:
         built = report.load(args.report)
@@ -174,7 +175,6 @@ def cmd_expectations_update(args: argparse.Namespace) -> int:
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
-    from editspec.spec import catalog
 
     clauses = catalog.load()
     if args.write is not None:
@@ -201,8 +201,6 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     """Run the suite against the reference with call logs, then check DESIGN §7's rules."""
     import pytest
-
-    from editspec.spec import audit, catalog, report
 
     with tempfile.TemporaryDirectory(prefix="editspec-audit-") as scratch:
         logs = Path(scratch) / "calls"
@@ -303,7 +301,6 @@ def _delegate(name: str, argv: Sequence[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from editspec.spec.report import suite_version
 
     parser = argparse.ArgumentParser(
         prog="editspec",

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract.drivers import DriverSpec
 from editspec.spec._shared_root import release, reset
-from editspec.spec.drivers import DriverSpec
+from editspec.spec.crash import CrashKit
 from editspec.spec.fixtures import (
     Alias,
-    CrashKit,
     Disk,
     DriverHandle,
     External,

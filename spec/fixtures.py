@@ -18,16 +18,15 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from editspec.contract import Driver, DriverFactory
 from editspec.spec import _calls
 from editspec.spec._assertions import WrongCode, mark_from_implementation
-from editspec.spec.contract import Driver, DriverFactory
 
 _LONGEST_PATH = 4096  # bytes: Linux PATH_MAX
 
@@ -284,7 +283,7 @@ class Alias:
 # -- the driver under test, with the names it reports remembered -------------------------
 
 _PATH_METHODS = ("write", "edit")
-_REPORTING_METHODS = ("write", "edit", "apply_patch", "rewind", "edit_notebook")
+_REPORTING_METHODS = ("write", "edit", "apply_patch", "rewind", "edit_notebook", "move")
 OPERATIONS = (
     "read",
     "write",
@@ -296,6 +295,9 @@ OPERATIONS = (
     "rewind",
     "edit_notebook",
     "why_ignored",
+    "manifest",
+    "delete",
+    "move",
 )
 
 
@@ -475,35 +477,3 @@ class DriverHandle:
 
     def close(self) -> None:
         self.current.close()
-
-
-class CrashKit:
-    """Crash a ``python_fs`` driver at its n-th mutating os call, then restart it."""
-
-    def __init__(self, handle: DriverHandle) -> None:
-        self._handle = handle
-
-    def count(self, action: Callable[[], object]) -> list[Any]:
-        """Run ``action`` unfaulted; return its mutating calls (``OsCall``s, in order)."""
-        _calls.note("python_fs")
-        from editspec.spec.crash import count_mutations
-
-        with count_mutations() as interceptor:
-            action()
-        return list(interceptor.trace)
-
-    @contextmanager
-    def at(self, n: int) -> Iterator[Any]:
-        """Crash at the n-th mutating call inside the block (the crash ends the block)."""
-        _calls.note("python_fs")
-        from editspec.spec.crash import crash_at
-
-        with crash_at(n) as interceptor:
-            yield interceptor
-
-    def restart(self) -> RecordingDriver:
-        """A fresh driver over the same root and state, as a restarted process would build."""
-        return self._handle.restart(close=False)
-
-    def points(self, action: Callable[[], object]) -> Iterable[int]:
-        return range(1, len(self.count(action)) + 1)

@@ -22,22 +22,22 @@ modules only).
 
 from __future__ import annotations
 
-import shutil
+import json
 import sys
-import tempfile
 import threading
-import time
 from collections.abc import Generator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-PROPERTY = "editspec"
-_UNSUPPORTED_PREFIX = "UNSUPPORTED:"
-_WITHDRAWN_PREFIX = "WITHDRAWN:"
-_XPASS_STRICT = "[XPASS(strict)]"
+from editspec.contract.drivers import DriverLoadError
+from editspec.spec import _calls, expectations
+from editspec.spec._assertions import from_implementation
+from editspec.spec._classify import UNSUPPORTED_PREFIX, WITHDRAWN_PREFIX, classify, traceback_text
+from editspec.spec._clauses import clause_of
+from editspec.spec._run_state import PROPERTY, EditspecState, is_worker
+from editspec.spec._shared_root import SharedRootError, check_exclusive
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,112 +92,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-class EditspecState:
-    """Per-run state of the plugin (one per pytest process)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        from editspec.spec.drivers import DriverSpec
-
-        self.config = config
-        self.spec = DriverSpec(
-            driver=config.getoption("editspec_driver"),
-            mcp=config.getoption("editspec_mcp"),
-            mcp_map=config.getoption("editspec_mcp_map"),
-            mcp_url=config.getoption("editspec_mcp_url"),
-            mcp_root=config.getoption("editspec_mcp_root"),
-        )
-        self.expectations_path: str | None = config.getoption("editspec_expectations")
-        self.expectations: dict[str, Any] = {}
-        self.report_paths: list[str] = list(config.getoption("editspec_report") or [])
-        self.call_log_dir: str | None = config.getoption("editspec_call_log")
-        import sys
-
-        self.show_progress = bool(config.getoption("editspec_progress")) and sys.stderr.isatty()
-        self.total = 0
-        self.done = 0
-        self._factory: Any = None
-        self._info: dict[str, Any] | None = None
-        self.phases: dict[str, dict[str, Any]] = {}
-        self.started = time.monotonic()
-        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.report: dict[str, Any] | None = None
-
-    # -- the driver ----------------------------------------------------------------------
-
-    def factory(self) -> Any:
-        if self._factory is None:
-            from editspec.spec.drivers import factory_for
-
-            self._factory = factory_for(self.spec)
-        return self._factory
-
-    def info(self) -> dict[str, Any]:
-        """Name and capabilities of the driver, from one probe instance (cached)."""
-        if self._info is None:
-            base = Path(tempfile.mkdtemp(prefix="editspec-probe-"))
-            try:
-                (base / "ws").mkdir()
-                (base / "state").mkdir()
-                # A running server has one root; asking its name touches no file there.
-                root = Path(self.spec.mcp_root) if self.spec.mcp_root else base / "ws"
-                driver = self.factory()(root, base / "state")
-                try:
-                    self._info = {
-                        "name": str(getattr(driver, "name", "?")),
-                        "capabilities": sorted(frozenset(driver.capabilities)),
-                        "driver": self.spec.describe(),
-                    }
-                finally:
-                    driver.close()
-            finally:
-                shutil.rmtree(base, ignore_errors=True)
-        return self._info
-
-    # -- hooks of the run (registered as a plugin object) ------------------------------
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        _record_phase(self, report)
-        if report.when == "teardown":
-            self._progress()
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.total = len(session.items)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        self.total = max(self.total, len(ids))
-
-    def _progress(self) -> None:
-        import sys
-
-        if not self.show_progress or _is_worker(self.config):
-            return
-        self.done += 1
-        total = max(self.total, self.done)
-        sys.stderr.write(f"\reditspec: {self.done}/{total} clause tests run")
-        if self.done >= total:
-            sys.stderr.write("\r\x1b[K")
-        sys.stderr.flush()
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        _finish(self)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.report is None:
-            return
-        from editspec.spec import report
-
-        terminalreporter.section("editspec conformance")
-        verbose = self.config.getoption("verbose") > 0
-        for line in report.render_text(self.report, tracebacks=verbose).splitlines():
-            terminalreporter.write_line(line)
-        unknown = self.report.get("unknown_expectations")
-        if unknown:
-            terminalreporter.write_line(
-                "the expectations name clauses the suite does not have: " + ", ".join(unknown)
-            )
-
-
 _STATE = pytest.StashKey[EditspecState]()
 
 
@@ -206,7 +100,6 @@ def state_of(config: pytest.Config) -> EditspecState:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from editspec.spec.drivers import DriverLoadError
 
     config.addinivalue_line(
         "markers",
@@ -226,8 +119,6 @@ def pytest_configure(config: pytest.Config) -> None:
         if Path(path).suffix not in (".json", ".md"):
             raise pytest.UsageError(f"--editspec-report: {path} must end in .json or .md")
     if state.expectations_path:
-        from editspec.spec import expectations
-
         try:
             state.expectations = expectations.load(state.expectations_path)
         except expectations.ExpectationsError as exc:
@@ -245,9 +136,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_shared_root(config: pytest.Config, root: Path) -> None:
     """One running server's root: clauses take turns in it, in one process."""
-    from editspec.spec._shared_root import SharedRootError, check_exclusive
 
-    if getattr(config.option, "numprocesses", None) or _is_worker(config):
+    if getattr(config.option, "numprocesses", None) or is_worker(config):
         raise pytest.UsageError(
             "--editspec-mcp-url: the clauses share the server's one workspace root, so they "
             "run one at a time (no -n)"
@@ -266,7 +156,6 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def _clause(item: pytest.Item) -> Any:
-    from editspec.spec._clauses import clause_of
 
     return clause_of(getattr(item, "obj", None))
 
@@ -294,116 +183,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     found = _clause(item)
     if found is None:
         return
-    from editspec.spec import _calls
 
     log = _calls.begin()
     for name in getattr(item, "fixturenames", ()):
         log.note(f"fixture:{name}")
     if found.withdrawn is not None:
-        pytest.skip(f"{_WITHDRAWN_PREFIX} {found.withdrawn}")
+        pytest.skip(f"{WITHDRAWN_PREFIX} {found.withdrawn}")
     if found.requires:
-        from editspec.spec.drivers import DriverLoadError
-
         try:
             declared = frozenset(state_of(item.config).info()["capabilities"])
         except DriverLoadError as exc:
             raise pytest.UsageError(str(exc)) from exc
         missing = sorted(found.requires - declared)
         if missing:
-            pytest.skip(f"{_UNSUPPORTED_PREFIX} the driver does not declare {', '.join(missing)}")
+            pytest.skip(f"{UNSUPPORTED_PREFIX} the driver does not declare {', '.join(missing)}")
 
 
 # -- classification -------------------------------------------------------------------------
-
-
-def _skip_reason(report: pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        reason = str(longrepr[2])
-    else:
-        reason = str(longrepr)
-    return reason.removeprefix("Skipped: ")
-
-
-def _exception_outcome(
-    excinfo: pytest.ExceptionInfo[BaseException] | None,
-) -> tuple[str, str, str | None]:
-    """(outcome, message, kind) for an exception raised while a clause ran (DESIGN §7)."""
-    from editspec.spec import _assertions
-    from editspec.spec.contract import is_error_code
-    from editspec.spec.report import ERROR, FAIL, INCONCLUSIVE, UNSUPPORTED
-
-    if excinfo is None:
-        return FAIL, "", _assertions.WRONG_BEHAVIOUR
-    exc = excinfo.value
-    kind: str | None = None
-    if isinstance(exc, _assertions.Inconclusive):
-        outcome, message = INCONCLUSIVE, str(exc)
-    elif getattr(exc, "unsupported", False):
-        # The tool has no way to take what the clause passes (its map says so).
-        outcome, message = UNSUPPORTED, f"{_UNSUPPORTED_PREFIX} {exc}"
-    elif isinstance(exc, AssertionError) or _assertions.is_missing_field(exc):
-        outcome, kind = FAIL, _assertions.failure_kind(excinfo)
-        message = str(exc) if isinstance(exc, _assertions.ClauseFailure) else excinfo.exconly()
-        if _assertions.is_missing_field(exc) and not isinstance(exc, AssertionError):
-            message = f"the result lacks the field {getattr(exc, 'name', '?')!r}: {exc}"
-    elif _assertions.is_test_outcome(exc):
-        outcome, kind = FAIL, _assertions.WRONG_BEHAVIOUR
-        message = str(getattr(exc, "msg", None) or exc)
-    elif _assertions.from_implementation(exc):
-        # The tool refused (with a code or without one) where the clause expected success.
-        outcome, kind = FAIL, _assertions.WRONG_CODE
-        code = getattr(exc, "code", None)
-        if is_error_code(code):
-            message = f"unexpected error {exc}"
-        else:
-            message = f"the implementation raised {type(exc).__name__} without an error code: {exc}"
-    else:
-        outcome, message = ERROR, f"{type(exc).__name__}: {exc}"
-    if len(message) > 2000:
-        message = message[:2000] + " ..."
-    return outcome, message, kind
-
-
-def _traceback_text(report: pytest.TestReport) -> str:
-    text = str(report.longrepr or "")
-    return text if len(text) <= 20000 else text[:20000] + "\n..."
-
-
-def classify(
-    report: pytest.TestReport, call: pytest.CallInfo[None]
-) -> tuple[str | None, str, str | None]:
-    """(outcome, message, kind) one phase contributes to its clause (None: nothing to say)."""
-    from editspec.spec import report as outcomes
-
-    wasxfail = getattr(report, "wasxfail", None)
-    if wasxfail is not None:
-        if report.skipped:
-            return outcomes.XFAIL, f"expected failure: {wasxfail}", None
-        return outcomes.XPASS, f"passed, but the expectations list it: {wasxfail}", None
-    if report.skipped:
-        reason = _skip_reason(report)
-        if reason.startswith(_UNSUPPORTED_PREFIX):
-            return outcomes.UNSUPPORTED, reason, None
-        if reason.startswith(_WITHDRAWN_PREFIX):
-            return outcomes.WITHDRAWN, reason, None
-        return outcomes.SKIPPED, reason, None
-    if report.passed:
-        return (outcomes.PASS, "", None) if report.when == "call" else (None, "", None)
-    if report.when == "call" and _XPASS_STRICT in str(report.longrepr):
-        reason = str(report.longrepr).replace(_XPASS_STRICT, "").strip()
-        return outcomes.XPASS, f"passed, but the expectations list it: {reason}", None
-    outcome, message, kind = _exception_outcome(call.excinfo)
-    if report.when == "setup" and outcome == outcomes.FAIL and kind is not None:
-        # The driver failed while the clause's fixtures were built (the factory, a first
-        # session): the implementation's own failure, reported as such.
-        return outcome, f"setup failed: {message}", kind
-    if report.when != "call":
-        # A fixture of the suite failed (or the driver could not be closed).
-        if outcome == outcomes.INCONCLUSIVE:
-            return outcome, message, None
-        return outcomes.ERROR, f"{report.when} failed: {message}", None
-    return outcome, message, kind
 
 
 @pytest.hookimpl(wrapper=True)
@@ -424,8 +220,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         threading.excepthook = previous
     if died:
-        from editspec.spec._assertions import from_implementation
-
         first = died[0]
         prefix = "a worker thread of the clause died"
         if from_implementation(first) or isinstance(first, AssertionError):
@@ -455,14 +249,13 @@ def pytest_runtest_makereport(
             "outcome": outcome,
             "kind": kind,
             "message": message,
-            "traceback": _traceback_text(report) if report.failed else "",
+            "traceback": traceback_text(report) if report.failed else "",
         }
         report.user_properties = [*report.user_properties, (PROPERTY, data)]
     return report
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    from editspec.spec import _calls
 
     log = _calls.end()
     if log is None or _CALL_LOG_CONFIG is None:
@@ -470,7 +263,6 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     state = state_of(_CALL_LOG_CONFIG)
     if not state.call_log_dir:
         return
-    import json
 
     worker = getattr(_CALL_LOG_CONFIG, "workerinput", {}).get("workerid", "main")
     target = Path(state.call_log_dir) / f"{worker}.jsonl"
@@ -487,94 +279,3 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
 
 _CALL_LOG_CONFIG: pytest.Config | None = None
 _CLAUSE_OF_NODE: dict[str, str] = {}
-
-
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def _record_phase(state: EditspecState, report: pytest.TestReport) -> None:
-    found = next((value for key, value in report.user_properties if key == PROPERTY), None)
-    if not isinstance(found, dict):
-        return
-    data: dict[str, Any] = found
-    from editspec.spec.report import worst
-
-    phase = state.phases.setdefault(
-        report.nodeid,
-        {
-            "clause": data["clause"],
-            "outcomes": [],
-            "message": "",
-            "kind": None,
-            "traceback": "",
-            "duration": 0.0,
-        },
-    )
-    phase["duration"] += float(report.duration or 0.0)
-    if data["outcome"] is not None:
-        before = worst(phase["outcomes"]) if phase["outcomes"] else None
-        phase["outcomes"].append(data["outcome"])
-        if before is None or worst([before, data["outcome"]]) != before:
-            phase["message"] = data["message"]
-            phase["kind"] = data.get("kind")
-            phase["traceback"] = data.get("traceback", "")
-
-
-def _finish(state: EditspecState) -> None:
-    config = state.config
-    if _is_worker(config) or not state.phases:
-        return
-    from editspec.spec import catalog, report
-
-    items = []
-    for nodeid, phase in state.phases.items():
-        outcomes = phase["outcomes"] or [report.ERROR]
-        items.append(
-            {
-                "nodeid": nodeid,
-                "clause": phase["clause"],
-                "outcome": report.worst(outcomes),
-                "kind": phase["kind"],
-                "message": phase["message"] or ("" if phase["outcomes"] else "no outcome recorded"),
-                "traceback": phase["traceback"],
-                "duration": phase["duration"],
-            }
-        )
-    try:
-        implementation = state.info()
-    except Exception as exc:  # the report still records what ran
-        implementation = {
-            "name": "?",
-            "capabilities": [],
-            "driver": state.spec.describe(),
-            "probe_error": str(exc),
-        }
-    built = report.build(
-        items,
-        implementation=implementation,
-        catalog_hash=catalog.catalog_hash(),
-        expectations=state.expectations_path,
-        duration=time.monotonic() - state.started,
-        started=state.started_at,
-        workers=int(getattr(config.option, "numprocesses", 0) or 0),
-    )
-    known = {item.id for item in catalog.load()}
-    unknown = sorted(set(state.expectations) - known)
-    if unknown:
-        built["unknown_expectations"] = unknown
-    state.report = built
-    for path in state.report_paths:
-        _write_report(built, Path(path))
-
-
-def _write_report(built: dict[str, Any], path: Path) -> None:
-    import json
-
-    from editspec.spec import report
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".md":
-        path.write_text(report.render_markdown(built), encoding="utf-8")
-    else:
-        path.write_text(json.dumps(built, indent=2, sort_keys=False) + "\n", encoding="utf-8")

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from editspec.spec.contract import CONTRACT_VERSION, PROFILES
+from editspec.contract import AREAS, CONTRACT_VERSION, PROFILES
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -127,7 +127,6 @@ def aggregate(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _catalog_order(record: Mapping[str, Any]) -> tuple[int, int]:
-    from editspec.spec.contract import AREAS
 
     area = record["area"]
     return (AREAS.index(area) if area in AREAS else len(AREAS), int(record["id"].rsplit("-", 1)[1]))

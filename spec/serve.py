@@ -16,18 +16,32 @@ named, Host and Origin checked against DNS rebinding).
 
 Calls run on worker threads, so concurrent requests reach the engine concurrently and
 its locks (not the event loop) serialize them.
+
+Change notifications: after a call that changed files, the server sends
+``notifications/resources/updated`` for each changed file (``file://`` URI of its
+absolute path; a move names both paths), in the order the engine committed them, once
+the call has returned (the data is durable). They come from the engine's change events
+(``Workspace.hooks.subscribe``); a notification that cannot be sent never turns the
+call's result into a failure. They are sent in the handshake-era protocol
+(``initialize``); a client of the 2026-07-28 protocol receives change notifications only
+on ``subscriptions/listen`` streams, which this server does not serve yet.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import threading
+import urllib.parse
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from editspec.reference import ToolError, Workspace
+from editspec.spec._guarded_stdio import serve_guarded_stdio
+from editspec.spec._jsonrpc_guard import excerpt
 from editspec.spec._mcp_tools import (
     DEFAULT_SESSION,
     TOOLS,
@@ -40,6 +54,7 @@ from editspec.spec._mcp_tools import (
 )
 from editspec.spec._serve_http import HttpAddress, parse_address, serve_http
 from editspec.spec._serve_text import error_text, result_text
+from editspec.spec.report import suite_version
 
 SERVER_NAME = "editspec-reference"
 
@@ -91,14 +106,42 @@ def run_tool(workspace: Workspace, tool: ToolDef, arguments: dict[str, Any] | No
     return to_json(tool.call(workspace, check_arguments(tool, arguments)))
 
 
+_CALL = threading.local()  # the change events of the call running on this worker thread
+
+
+def _collect(event: Any) -> None:
+    changed = getattr(_CALL, "changed", None)
+    if changed is None:
+        return  # a change made outside a tool call of this server
+    for path in (event.path, event.move_to):
+        if path and path not in changed:
+            changed.append(path)
+
+
+def run_tool_collecting(
+    workspace: Workspace, tool: ToolDef, arguments: dict[str, Any] | None
+) -> tuple[Any, list[str]]:
+    """``run_tool``, with the root-relative paths its change events named, in order."""
+    _CALL.changed = []
+    try:
+        data = run_tool(workspace, tool, arguments)
+        return data, list(_CALL.changed)
+    finally:
+        _CALL.changed = None
+
+
+def file_uri(root: str, relative: str) -> str:
+    """The ``file://`` URI of a root-relative path."""
+    absolute = os.path.join(root, *relative.split("/"))
+    return "file://" + urllib.parse.quote(absolute, errors="surrogateescape")
+
+
 def build_server(workspace: Workspace) -> Any:
     """A low-level MCP ``Server`` whose tools call ``workspace``."""
     import anyio.to_thread
     import mcp.types as types
     from mcp.server import Server
     from mcp.shared.exceptions import MCPError
-
-    from editspec.spec.report import suite_version
 
     tools = [
         types.Tool(
@@ -120,6 +163,16 @@ def build_server(workspace: Workspace) -> Any:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    # Files are resources only as far as change notifications go: none is listed, and a
+    # subscription is accepted (every changed file is announced, subscribed or not).
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    async def subscribe(ctx: Any, params: Any) -> types.EmptyResult:
+        return types.EmptyResult()
+
+    workspace.hooks.subscribe(_collect)
+
     def failure(text: str, structured: dict[str, Any] | None) -> types.CallToolResult:
         return types.CallToolResult(
             content=[types.TextContent(text=unicode_safe(text))],
@@ -132,15 +185,20 @@ def build_server(workspace: Workspace) -> Any:
         if tool is None:
             # A protocol error, as the MCP specification has it for an unknown tool: no
             # tool ran, so there is no tool result to report.
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {excerpt(params.name)}")
         try:
-            data = await anyio.to_thread.run_sync(
-                partial(run_tool, workspace, tool, params.arguments)
+            data, changed = await anyio.to_thread.run_sync(
+                partial(run_tool_collecting, workspace, tool, params.arguments)
             )
         except ToolError as exc:
             return failure(error_text(exc.code, exc.message), error_payload(exc))
         except Exception as exc:  # outside the error table: a tool error without a code
             return failure(f"internal error: {type(exc).__name__}: {exc}", None)
+        for path in changed:
+            try:
+                await ctx.session.send_resource_updated(file_uri(workspace.root, path))
+            except Exception:  # a lost notification never hides the change
+                break
         data = unicode_safe(data)
         return types.CallToolResult(
             content=[types.TextContent(text=result_text(tool.name, data))],
@@ -153,6 +211,9 @@ def build_server(workspace: Workspace) -> Any:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=subscribe,
     )
 
 
@@ -162,7 +223,6 @@ async def serve_stdio(workspace: Workspace) -> None:
     Every line read is answered: the SDK's transport sits behind the request guard
     (``_guarded_stdio``), which answers what the SDK would drop.
     """
-    from editspec.spec._guarded_stdio import serve_guarded_stdio
 
     await serve_guarded_stdio(build_server(workspace))
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 import stat
 
+import pytest
+
 from editspec.spec import MUST, clause, raises_code, within
+from editspec.spec._raw_stdio import RawServer
 
 ERROR_TEXT_BOUND = 64 * 1024
 """An error's text may quote an input, but not beyond this many characters."""
@@ -180,3 +183,80 @@ def test_catastrophic_pattern_does_not_hang(session, disk):
             )
 
     within(5, attempt, what="grep('(a+)+$')")
+
+
+_ANSWER_SECONDS = 10.0
+_START_SECONDS = 120.0  # a server's start-up is not what LIMIT-032 is about
+_REQUEST_LINES: tuple[tuple[str, bytes, int | None], ...] = (
+    # (what it is, the line, its id when the line is JSON with a valid id; None: not JSON)
+    (
+        "a lone surrogate escape",
+        b'{"jsonrpc":"2.0","id":11,"method":"ping","params":{"s":"\\ud800"}}',
+        11,
+    ),
+    (
+        "a raw control character",
+        b'{"jsonrpc":"2.0","id":12,"method":"ping","params":{"s":"a\x01b"}}',
+        None,
+    ),
+    ("an id written 013", b'{"jsonrpc":"2.0","id":013,"method":"ping"}', None),
+    ("an id written 0x10", b'{"jsonrpc":"2.0","id":0x10,"method":"ping"}', None),
+    (
+        "params nested 300 deep",
+        b'{"jsonrpc":"2.0","id":15,"method":"ping","params":{"x":'
+        + b"[" * 300
+        + b"]" * 300
+        + b"}}",
+        15,
+    ),
+    ("a truncated request", b'{"jsonrpc":"2.0","id":16,"method":"pi', None),
+    ("a line that is not JSON", b"ping", None),
+)
+
+
+@clause(
+    "LIMIT-032",
+    MUST,
+    requires={"process"},
+    text="An MCP server over stdio answers every line that holds a request, valid or not: a "
+    "request whose params hold a lone surrogate escape, params nested 300 deep, a raw "
+    "control character in a string, an id written 013 or 0x10, a truncated line and a line "
+    "that is not JSON each get a JSON-RPC response within 10 seconds (a line that is not "
+    "JSON: error -32700 with a null id; a request whose id can be read: that id), and the "
+    "server goes on answering.",
+    rationale="The SDK's stdio transport drops a line it cannot parse and stays idle: the "
+    "client waits forever for an answer that never comes. JSON-RPC 2.0 answers invalid JSON "
+    "with a parse error (-32700, id null).",
+)
+def test_every_request_line_is_answered(driver_factory, editspec_base):
+    root = editspec_base / "ws"
+    root.mkdir(exist_ok=True)
+    server = RawServer.start(driver_factory, root, editspec_base / "state")
+    if server is None:
+        pytest.skip("the driver declares process but names no command line to start")
+    try:
+        # Positive control: the handshake and a valid request are answered.
+        assert server.initialize(_START_SECONDS) is not None, "initialize was not answered"
+        server.request({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        control = server.answer(_ANSWER_SECONDS)
+        assert isinstance(control, dict) and control.get("id") == 1 and "result" in control, (
+            f"a valid ping got {control!r}"
+        )
+        for what, line, request_id in _REQUEST_LINES:
+            server.send(line)
+            answer = server.answer(_ANSWER_SECONDS)
+            assert answer is not None, f"{what}: no answer within {_ANSWER_SECONDS:g} s"
+            assert isinstance(answer, dict), f"{what}: answered with {answer!r}"
+            if request_id is None:
+                error = answer.get("error")
+                assert isinstance(error, dict) and error.get("code") == -32700, (
+                    f"{what}: not JSON, answered with {answer!r} (a parse error is -32700)"
+                )
+                assert answer.get("id") is None, f"{what}: a parse error has a null id"
+            else:
+                assert answer.get("id") == request_id, f"{what}: answered with {answer!r}"
+        server.request({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        after = server.answer(_ANSWER_SECONDS)
+        assert isinstance(after, dict) and after.get("id") == 2, f"then a ping got {after!r}"
+    finally:
+        server.close()

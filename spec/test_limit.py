@@ -7,9 +7,9 @@ exists and that a refusal changes nothing is a MUST; the exact default numbers a
 
 from __future__ import annotations
 
+from editspec.contract import is_error_code
 from editspec.reference import EditSpec
 from editspec.spec import MUST, SHOULD, clause, prepare_change, raises_code, setup
-from editspec.spec.contract import is_error_code
 from editspec.spec.fixtures import sha256
 
 KiB = 1024

@@ -9,8 +9,18 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from editspec.reference import EditSpec
-from editspec.spec import MUST, SHOULD, assert_fields, clause, prepare_change, raises_code
+from editspec.spec import (
+    MUST,
+    SHOULD,
+    assert_fields,
+    clause,
+    prepare_change,
+    raises_code,
+    setup,
+)
 from editspec.spec.fixtures import sha256
 
 CODE = (
@@ -43,6 +53,37 @@ def _control(session, disk, rel="control.txt"):
     _prepared(session, disk, rel, "control = 1\n")
     session.apply_patch(_patch(f"*** Update File: {rel}\n@@\n-control = 1\n+control = 2\n"))
     assert disk.read(rel) == b"control = 2\n", "the positive control's patch did not land"
+
+
+def _takes_pure_moves(session, disk) -> bool:
+    """Whether the tool accepts a '*** Move to:' without hunks, a pure rename.
+
+    Codex's own grammar rejects it (an update needs at least one hunk), so a tool may refuse
+    it as PATCH_SYNTAX; then the clause checks only moves with hunks. A tool that accepts it
+    must move the file, and is held to each clause's code for it as for any other section.
+    """
+    _prepared(session, disk, "pure-move-probe.txt", "probe\n")
+    try:
+        with setup():
+            session.apply_patch(
+                _patch("*** Update File: pure-move-probe.txt\n*** Move to: pure-move-done.txt\n")
+            )
+    except Exception as exc:
+        if getattr(exc, "code", None) != "PATCH_SYNTAX":
+            raise
+        assert disk.read("pure-move-probe.txt") == b"probe\n", "a refused move changed the file"
+        return False
+    assert not disk.exists("pure-move-probe.txt"), "a pure move left its source behind"
+    assert disk.read("pure-move-done.txt") == b"probe\n", "a pure move changed the bytes"
+    return True
+
+
+def _needs_pure_moves(session, disk) -> None:
+    if not _takes_pure_moves(session, disk):
+        pytest.skip(
+            "UNSUPPORTED: the tool refuses a '*** Move to:' without hunks (PATCH_SYNTAX), "
+            "as Codex's grammar does"
+        )
 
 
 def _declares(session, capability: str) -> bool:
@@ -182,12 +223,14 @@ def test_update_and_move(session, disk):
     "PATCH-006",
     MUST,
     requires={"apply_patch"},
-    text="A '*** Move to:' without hunks moves the file with its bytes unchanged (line endings, "
-    "a missing final newline and non-ASCII text included).",
+    text="A '*** Move to:' without hunks, where the tool accepts one (Codex's grammar does "
+    "not), moves the file with its bytes unchanged (line endings, a missing final newline and "
+    "non-ASCII text included).",
     rationale="A rename must not rewrite the file: re-encoding or newline normalisation turns "
     "a move into a whole-file diff.",
 )
 def test_pure_move_keeps_bytes(session, disk):
+    _needs_pure_moves(session, disk)
     data = "\ufeffwindows\r\nnaïve — text\r\nno final newline".encode()
     _prepared(session, disk, "a.txt", data)
     session.apply_patch(_patch("*** Update File: a.txt\n*** Move to: b.txt\n"))
@@ -199,14 +242,22 @@ def test_pure_move_keeps_bytes(session, disk):
     "PATCH-007",
     MUST,
     requires={"apply_patch"},
-    text="A '*** Move to:' into a directory that does not exist creates that directory.",
+    text="A '*** Move to:' into a directory that does not exist creates that directory, with "
+    "hunks and, where the tool accepts a move without them, without.",
     rationale="Moving a file into a new package is a common refactoring step.",
 )
 def test_move_creates_directories(session, disk):
     _prepared(session, disk, "util.py", "x = 1\n")
-    session.apply_patch(_patch("*** Update File: util.py\n*** Move to: lib/helpers/util.py\n"))
+    session.apply_patch(
+        _patch("*** Update File: util.py\n*** Move to: lib/helpers/util.py\n@@\n-x = 1\n+x = 2\n")
+    )
     assert not disk.exists("util.py")
-    assert disk.read("lib/helpers/util.py") == b"x = 1\n"
+    assert disk.read("lib/helpers/util.py") == b"x = 2\n"
+    if _takes_pure_moves(session, disk):
+        _prepared(session, disk, "tool.py", "y = 1\n")
+        session.apply_patch(_patch("*** Update File: tool.py\n*** Move to: pkg/sub/tool.py\n"))
+        assert not disk.exists("tool.py")
+        assert disk.read("pkg/sub/tool.py") == b"y = 1\n"
 
 
 @clause(
@@ -654,8 +705,9 @@ def test_move_onto_existing_is_refused(session, disk):
     _control(session, disk)
     _prepared(session, disk, "src.txt", "source\n")
     _prepared(session, disk, "dst.txt", "destination\n")
+    pure = _takes_pure_moves(session, disk)
     before = disk.snapshot()
-    for hunks in ("", "@@\n-source\n+moved\n"):
+    for hunks in ("@@\n-source\n+moved\n", *([""] if pure else [])):
         with raises_code("ALREADY_EXISTS"):
             session.apply_patch(_patch(f"*** Update File: src.txt\n*** Move to: dst.txt\n{hunks}"))
     disk.assert_unchanged(before)
@@ -671,11 +723,13 @@ def test_move_onto_existing_is_refused(session, disk):
 )
 def test_missing_file_is_not_found(session, disk):
     _control(session, disk)
+    pure = _takes_pure_moves(session, disk)
     before = disk.snapshot()
     for section in (
         "*** Delete File: nowhere.txt\n",
         "*** Update File: nowhere.txt\n@@\n-a\n+b\n",
-        "*** Update File: nowhere.txt\n*** Move to: somewhere.txt\n",
+        "*** Update File: nowhere.txt\n*** Move to: somewhere.txt\n@@\n-a\n+b\n",
+        *(["*** Update File: nowhere.txt\n*** Move to: somewhere.txt\n"] if pure else []),
     ):
         with raises_code("NOT_FOUND"):
             session.apply_patch(_patch(section))
@@ -695,13 +749,22 @@ def test_same_path_twice(session, disk):
     _control(session, disk)
     _prepared(session, disk, "a.txt", "a\n")
     _prepared(session, disk, "b.txt", "b\n")
+    pure = _takes_pure_moves(session, disk)
     before = disk.snapshot()
     for sections in (
         "*** Update File: a.txt\n@@\n-a\n+A\n*** Update File: a.txt\n@@\n-a\n+B\n",
         "*** Update File: a.txt\n@@\n-a\n+A\n*** Delete File: ./a.txt\n",
         "*** Add File: new.txt\n+x\n*** Add File: dir/../new.txt\n+y\n",
-        "*** Update File: b.txt\n*** Move to: a.txt\n*** Delete File: a.txt\n",
-        "*** Update File: a.txt\n*** Move to: c.txt\n*** Add File: c.txt\n+c\n",
+        "*** Update File: b.txt\n*** Move to: a.txt\n@@\n-b\n+B\n*** Delete File: a.txt\n",
+        "*** Update File: a.txt\n*** Move to: c.txt\n@@\n-a\n+A\n*** Add File: c.txt\n+c\n",
+        *(
+            [
+                "*** Update File: b.txt\n*** Move to: a.txt\n*** Delete File: a.txt\n",
+                "*** Update File: a.txt\n*** Move to: c.txt\n*** Add File: c.txt\n+c\n",
+            ]
+            if pure
+            else []
+        ),
     ):
         with raises_code("INVALID_ARGUMENT"):
             session.apply_patch(_patch(sections))
@@ -743,12 +806,14 @@ def test_alias_twice(session, disk, alias):
 )
 def test_unread_file_is_refused(session, disk):
     _control(session, disk)
+    pure = _takes_pure_moves(session, disk)
     disk.write("a.txt", "a\nb\n")
     before = disk.snapshot()
     for section in (
         "*** Update File: a.txt\n@@\n-a\n+A\n",
         "*** Delete File: a.txt\n",
-        "*** Update File: a.txt\n*** Move to: z.txt\n",
+        "*** Update File: a.txt\n*** Move to: z.txt\n@@\n-a\n+A\n",
+        *(["*** Update File: a.txt\n*** Move to: z.txt\n"] if pure else []),
     ):
         with raises_code("NOT_READ"):
             session.apply_patch(_patch(section))
@@ -785,10 +850,12 @@ def test_partial_or_foreign_read_is_not_enough(session, other_session, disk):
 )
 def test_stale_file_is_refused(session, disk, external):
     _control(session, disk)
+    pure = _takes_pure_moves(session, disk)
     for section, name in (
         ("*** Update File: {}\n@@\n-a\n+A\n", "u.txt"),
         ("*** Delete File: {}\n", "d.txt"),
-        ("*** Update File: {}\n*** Move to: moved.txt\n", "m.txt"),
+        ("*** Update File: {}\n*** Move to: moved.txt\n@@\n-a\n+A\n", "m.txt"),
+        *([("*** Update File: {}\n*** Move to: moved.txt\n", "p.txt")] if pure else []),
     ):
         _prepared(session, disk, name, "a\nb\n")
         external.modify_same_size_same_mtime(name, "a\nc\n")
@@ -811,6 +878,7 @@ def test_stale_file_is_refused(session, disk, external):
 def test_outside_paths_are_refused(session, disk):
     _control(session, disk)
     _prepared(session, disk, "a.txt", "a\n")
+    pure = _takes_pure_moves(session, disk)
     (disk.outside / "victim.txt").write_bytes(b"victim\n")
     before = disk.snapshot()
     victim = os.path.join(disk.outside, "victim.txt")
@@ -818,7 +886,8 @@ def test_outside_paths_are_refused(session, disk):
         "*** Add File: ../outside/evil.txt\n+evil\n",
         f"*** Update File: {victim}\n@@\n-victim\n+owned\n",
         "*** Delete File: ../outside/victim.txt\n",
-        "*** Update File: a.txt\n*** Move to: ../outside/a.txt\n",
+        "*** Update File: a.txt\n*** Move to: ../outside/a.txt\n@@\n-a\n+A\n",
+        *(["*** Update File: a.txt\n*** Move to: ../outside/a.txt\n"] if pure else []),
         "*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: ../ws_evil/x.txt\n+x\n",
     ):
         with raises_code("OUTSIDE_WORKSPACE"):
@@ -850,7 +919,7 @@ def test_later_failure_leaves_earlier_files(session, disk, external):
         "*** Update File: first.py\n@@\n-def run():\n+def start():\n"
         "*** Delete File: victim.txt\n"
         "*** Add File: added/new.txt\n+new\n"
-        "*** Update File: mover.txt\n*** Move to: moved/mover.txt\n"
+        "*** Update File: mover.txt\n*** Move to: moved/mover.txt\n@@\n-move me\n+moved\n"
     )
     failures = [
         ("*** Update File: dup.txt\n@@\n-y\n+z\n", "NO_MATCH"),
@@ -922,7 +991,7 @@ def test_result_describes_every_change(session, disk):
             "*** Update File: u.txt\n@@\n one\n-two\n+TWO\n"
             "*** Add File: n.txt\n+born\n"
             "*** Delete File: d.txt\n"
-            "*** Update File: m.txt\n*** Move to: mm.txt\n"
+            "*** Update File: m.txt\n*** Move to: mm.txt\n@@\n-mobile\n+moved\n"
         )
     )
     assert_fields(result, "PatchResult")
@@ -938,7 +1007,7 @@ def test_result_describes_every_change(session, disk):
     assert (update.old_sha256, update.new_sha256) == (sha256("one\ntwo\n"), sha256("one\nTWO\n"))
     assert (add.old_sha256, add.new_sha256) == (None, sha256("born\n"))
     assert (delete.old_sha256, delete.new_sha256) == (sha256("dead\n"), None)
-    assert (move.old_sha256, move.new_sha256) == (sha256("mobile\n"), sha256("mobile\n"))
+    assert (move.old_sha256, move.new_sha256) == (sha256("mobile\n"), sha256("moved\n"))
     assert "-two" in update.diff and "+TWO" in update.diff
     assert "+born" in add.diff
 

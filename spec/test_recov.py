@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 
+from editspec.contract import is_error_code
 from editspec.reference import EditSpec
 from editspec.spec import (
     MUST,
@@ -42,7 +43,6 @@ from editspec.spec._txn_kit import (
     publish_index,
     steps,
 )
-from editspec.spec.contract import is_error_code
 
 
 def _mid_publish(runs, disk, trace=None):

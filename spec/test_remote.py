@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
+from editspec.contract import REMOTE_FILE_STATES
 from editspec.reference import EditSpec
 from editspec.spec import MUST, SHOULD, clause, raises_code
-from editspec.spec.contract import REMOTE_FILE_STATES
 from editspec.spec.fixtures import sha256
 from editspec.spec.remote import ClientFault, RemoteKit
 

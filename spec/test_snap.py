@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 
+from editspec.contract import is_error_code
 from editspec.reference import EditSpec
 from editspec.spec import (
     MUST,
@@ -22,7 +23,6 @@ from editspec.spec import (
     raises_code,
 )
 from editspec.spec._txn_kit import AFTER, BEFORE, PATCH, Runs, read_all, steps
-from editspec.spec.contract import is_error_code
 
 
 def _prepared(session, disk, files):
@@ -284,7 +284,7 @@ def test_rewind_undoes_moves(session, disk):
     )
     session.apply_patch(
         "*** Begin Patch\n*** Update File: dst/renamed.txt\n*** Move to: final.txt\n"
-        "*** End Patch\n",
+        "@@\n one\n-TWO\n+2\n*** End Patch\n",
         message_id="m2",
     )
     session.rewind("m1")

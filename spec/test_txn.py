@@ -12,6 +12,7 @@ import json
 import os
 import stat
 
+from editspec.contract import is_error_code
 from editspec.spec import (
     MUST,
     UncodedError,
@@ -36,7 +37,6 @@ from editspec.spec._txn_kit import (
     publish_index,
     steps,
 )
-from editspec.spec.contract import is_error_code
 
 
 @clause(

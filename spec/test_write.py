@@ -6,6 +6,7 @@ import errno
 import os
 import threading
 
+from editspec.contract import is_error_code
 from editspec.spec import (
     MUST,
     SHOULD,
@@ -20,7 +21,6 @@ from editspec.spec import (
     raises_code,
     setup,
 )
-from editspec.spec.contract import is_error_code
 from editspec.spec.fixtures import sha256
 
 OLD = "first line\nsecond line\n"

@@ -19,6 +19,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import ExampleDatabase
 
+# The tests start many child interpreters (`editspec check`, `editspec serve`, xdist's
+# workers). With PYTHONDONTWRITEBYTECODE set, every one of them compiles, and pytest
+# assertion-rewrites, every module again: about three times the CPU of a cached start.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 settings.register_profile(
     "dev",
     max_examples=30,

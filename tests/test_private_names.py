@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {
     "editspec.reference": ROOT / "reference",
+    "editspec.contract": ROOT / "contract",
     "editspec.spec": ROOT / "spec",
     "editspec.fault_injection": ROOT / "fault_injection",
 }
@@ -31,14 +32,8 @@ PACKAGES = {
 # (importing module, the private name it uses): to be emptied.
 KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
-        ("editspec.fault_injection.driver_runner", "editspec.fault_injection.ostrace._AsWorkspace"),
-        (
-            "editspec.fault_injection.explore_process",
-            "editspec.fault_injection.ostrace._AsWorkspace",
-        ),
+        ("editspec.fault_injection.checks", "editspec.reference.tools._atomic"),
         ("editspec.fault_injection.faultfs", "editspec.reference._fs"),
-        ("editspec.fault_injection.harness", "editspec.reference.tools._atomic"),
-        ("editspec.fault_injection.process_power", "editspec.spec.drivers._mcp_map"),
         ("editspec.spec.test_paths", "editspec.spec.fixtures._differences"),
     }
 )

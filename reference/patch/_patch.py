@@ -54,7 +54,7 @@ from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
-from editspec.reference._results import FileChange, PatchResult
+from editspec.reference._results import FileChange, HunkMatch, PatchResult
 from editspec.reference.patch import _patch_parse, _patch_plan
 from editspec.reference.patch._patch_model import FileOp
 from editspec.reference.snapshots._records import SnapshotEntry
@@ -66,8 +66,6 @@ from editspec.reference.transactions._plan import PlannedChange
 if TYPE_CHECKING:
     from editspec.reference.paths._paths import WorkspacePath
     from editspec.reference.transactions._plan import PlannedChange
-
-NOTEBOOK_SUFFIX = ".ipynb"
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +83,7 @@ class _Planned:
     diff: str
     warnings: tuple[str, ...] = ()
     executable: bool | None = None  # git's mode for the result (None: the mode is kept)
+    hunks: tuple[HunkMatch, ...] = ()  # where each hunk matched, and how (evidence)
 
 
 def apply_patch(
@@ -103,6 +102,11 @@ def apply_patch(
         check_text("patch", patch, empty=True, nul=True)
     parsed = _patch_parse.parse_patch(patch, workspace.limits)
     planned = plan(session, parsed.ops)
+    for item in planned:  # the host's validators see every new content first
+        if item.new_bytes is not None:
+            workspace.hooks.run_validators(
+                item.display_to or item.display, "apply_patch", item.old_bytes, item.new_bytes
+            )
     changes = [_planned_change(item) for item in planned]
     snapshot_created = False
     warnings: list[str] = [warning for item in planned for warning in item.warnings]
@@ -136,6 +140,7 @@ def apply_patch(
                 old_sha256=None if item.old_bytes is None else _text.sha256_hex(item.old_bytes),
                 new_sha256=None if item.new_bytes is None else _text.sha256_hex(item.new_bytes),
                 diff=item.diff,
+                hunks=item.hunks,
             )
             for item in planned
         ),
@@ -212,7 +217,7 @@ def _plan_one(
     if op.op == "delete":
         if op.hunks:
             # A unified deletion says what the file holds: git apply checks it, so do we.
-            emptied, _, _ = _apply_hunks(op, old_bytes, display, None)
+            emptied, _, _ = _patch_plan.apply_file_hunks(op, old_bytes, display, None)
             if emptied:
                 raise ToolError(
                     _errors.NO_MATCH,
@@ -244,6 +249,7 @@ def _plan_one(
                 path=display_to,
             )
     warnings: tuple[str, ...] = ()
+    placements: list[tuple[int, int, str]] = []
     if not op.hunks:
         # A pure move (or git's mode change alone): the bytes travel unchanged.
         if dest is None and op.executable is None:
@@ -252,7 +258,9 @@ def _plan_one(
             )
         new_bytes, diff = old_bytes, ""
     else:
-        new_bytes, diff, warnings = _apply_hunks(op, old_bytes, display, display_to)
+        new_bytes, diff, warnings = _patch_plan.apply_file_hunks(
+            op, old_bytes, display, display_to, placements=placements
+        )
         _check_size(workspace, display_to or display, len(new_bytes))
     return _Planned(
         op="move" if dest is not None else "update",
@@ -266,6 +274,10 @@ def _plan_one(
         diff=diff,
         warnings=warnings,
         executable=op.executable,
+        hunks=tuple(
+            HunkMatch(hunk=number, line=line, matched_by=strategy)
+            for number, line, strategy in placements
+        ),
     )
 
 
@@ -288,7 +300,7 @@ def _plan_copy(
         )
     warnings: tuple[str, ...] = ()
     if op.hunks:
-        new_bytes, _, warnings = _apply_hunks(op, old_bytes, display, display_to)
+        new_bytes, _, warnings = _patch_plan.apply_file_hunks(op, old_bytes, display, display_to)
     else:
         new_bytes = old_bytes
     _check_size(workspace, display_to, len(new_bytes))
@@ -306,39 +318,6 @@ def _plan_copy(
         diff=diff,
         warnings=warnings,
         executable=bool(mode & 0o100) if op.executable is None else op.executable,
-    )
-
-
-def _apply_hunks(
-    op: FileOp, old_bytes: bytes, display: str, display_to: str | None
-) -> tuple[bytes, str, tuple[str, ...]]:
-    for name in (display, display_to):
-        if name is not None and name.lower().endswith(NOTEBOOK_SUFFIX):
-            raise ToolError(
-                _errors.UNSUPPORTED,
-                f"{name} is a Jupyter notebook; edit its cells with the notebook tools "
-                "instead of patching its JSON",
-                path=name,
-            )
-    decoded = _text.decode(old_bytes)
-    if decoded is None:
-        raise ToolError(
-            _errors.BINARY, f"{display} is a binary file; it cannot be patched", path=display
-        )
-    text, like = decoded.text, decoded
-    if decoded.bom and decoded.encoding == _text.UTF8 and _mentions_bom(op):
-        # git's first line starts with the BOM's bytes: here the BOM is the text's to keep
-        # or drop. A diff that never names it (written by hand) leaves it as it is.
-        text, like = "\ufeff" + text, attrs.evolve(decoded, bom=False)
-    new_text, warnings = _patch_plan.apply_hunks(text, op.hunks, path=display)
-    new_bytes = _text.encode(new_text, like)
-    diff = unified_diff(display, text, new_text)
-    return new_bytes, diff, tuple(warnings)
-
-
-def _mentions_bom(op: FileOp) -> bool:
-    return any(
-        hunk.exact_newlines and "\ufeff" in text for hunk in op.hunks for _, text in hunk.lines
     )
 
 

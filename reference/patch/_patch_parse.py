@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from editspec.reference._arguments import EXCERPT_CHARS, excerpt
 from editspec.reference._errors import INVALID_ARGUMENT, TOO_LARGE, ToolError
 from editspec.reference._limits import Limits
 from editspec.reference.patch import _patch_unified
@@ -65,6 +66,17 @@ _END_OF_FILE = "*** End of File"
 _FILE_MARKERS = f"'{_ADD_FILE} ', '{_DELETE_FILE} ', '{_UPDATE_FILE} '"
 
 _RANGE_HEADER = re.compile(r"-(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@(.*)\Z", re.DOTALL)
+
+
+def _shown(text: str) -> str:
+    """A path or name of the patch as a message quotes it: whole if short, else an excerpt
+    (a patch of 1 MiB must not come back as a 1 MiB error)."""
+    return text if len(text) <= EXCERPT_CHARS else excerpt(text)
+
+
+def _quoted(line: str) -> str:
+    """A line of the patch, quoted, as ``_shown`` bounds it."""
+    return repr(line) if len(line) <= EXCERPT_CHARS else excerpt(line)
 
 
 def parse_patch(text: str, limits: Limits) -> ParsedPatch:
@@ -152,7 +164,7 @@ def _check_unique_paths(ops: Sequence[FileOp]) -> None:
             if key in seen:
                 raise ToolError(
                     INVALID_ARGUMENT,
-                    f"line {op.source_line}: {path} is already named by the operation at "
+                    f"line {op.source_line}: {_shown(path)} is already named by the operation at "
                     f"line {seen[key]}; a patch may name each path once",
                     path=path,
                     line=op.source_line,
@@ -208,7 +220,7 @@ class _CodexParser:
                 raise syntax_error(i + 2, f"nothing after '{_END}'", "text after the end")
             else:
                 raise syntax_error(
-                    i + 1, f"{_FILE_MARKERS} or '{_END}'", f"unexpected line {lines[i]!r}"
+                    i + 1, f"{_FILE_MARKERS} or '{_END}'", f"unexpected line {_quoted(lines[i])}"
                 )
         return ops
 
@@ -267,11 +279,11 @@ class _CodexParser:
                 raise syntax_error(
                     j + 1,
                     f"a hunk line (' ', '-', '+'), '@@', '{_END_OF_FILE}' or a file operation",
-                    f"unexpected line {line!r}",
+                    f"unexpected line {_quoted(line)}",
                 )
         if not hunks and move_to is None:
             raise syntax_error(
-                i + 1, f"a hunk ('@@') or '{_MOVE_TO} '", f"nothing to update in {path}"
+                i + 1, f"a hunk ('@@') or '{_MOVE_TO} '", f"nothing to update in {_shown(path)}"
             )
         ops.append(
             FileOp(

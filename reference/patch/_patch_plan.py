@@ -47,8 +47,11 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from editspec.reference import _errors
 from editspec.reference._errors import AMBIGUOUS, NO_MATCH, ToolError
-from editspec.reference.patch._patch_model import Hunk
+from editspec.reference.patch._patch_model import FileOp, Hunk
+from editspec.reference.text import _text
+from editspec.reference.text._diff import unified_diff
 
 _PUNCTUATION = str.maketrans(
     {
@@ -96,8 +99,17 @@ def split_lines(text: str) -> list[tuple[str, str]]:
     return lines
 
 
-def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tuple[str, ...]]:
+def apply_hunks(
+    text: str,
+    hunks: Sequence[Hunk],
+    *,
+    path: str,
+    placements: list[tuple[int, int, str]] | None = None,
+) -> tuple[str, tuple[str, ...]]:
     """Apply ``hunks`` in order to ``text``; return the new text and warnings.
+
+    ``placements``, when given, receives per hunk ``(number, line, strategy)``: its
+    1-based number, the 1-based file line where its old side matched, and the strategy.
 
     Raises NO_MATCH or AMBIGUOUS (details: path, hunk, line = the hunk's patch line).
     Spec: PATCH-003, PATCH-004, PATCH-005.
@@ -120,6 +132,8 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], *, path: str) -> tuple[str, tu
         start, strategy = _locate(
             finder, hunk, [content + ending for content, ending in old_side], cursor, shift, where
         )
+        if placements is not None:
+            placements.append((number, start + 1, strategy))
         if strategy != EXACT:
             warnings.append(
                 f"{where}: matched at line {start + 1} only with the "
@@ -356,3 +370,47 @@ def _join(lines: Sequence[tuple[str, str]], newline: str, final_newline: bool) -
     content, ending = lines[-1]
     parts.append(content + ((ending or newline) if final_newline else ""))
     return "".join(parts)
+
+
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def apply_file_hunks(
+    op: FileOp,
+    old_bytes: bytes,
+    display: str,
+    display_to: str | None,
+    *,
+    placements: list[tuple[int, int, str]] | None = None,
+) -> tuple[bytes, str, tuple[str, ...]]:
+    """A file's ``old_bytes`` with ``op``'s hunks applied: its new bytes, the diff and
+    warnings; ``placements`` receives where each hunk matched. Notebooks and binary files
+    are refused."""
+    for name in (display, display_to):
+        if name is not None and name.lower().endswith(NOTEBOOK_SUFFIX):
+            raise ToolError(
+                _errors.UNSUPPORTED,
+                f"{name} is a Jupyter notebook; edit its cells with the notebook tools "
+                "instead of patching its JSON",
+                path=name,
+            )
+    decoded = _text.decode(old_bytes)
+    if decoded is None:
+        raise ToolError(
+            _errors.BINARY, f"{display} is a binary file; it cannot be patched", path=display
+        )
+    text, like = decoded.text, decoded
+    if decoded.bom and decoded.encoding == _text.UTF8 and _mentions_bom(op):
+        # git's first line starts with the BOM's bytes: here the BOM is the text's to keep
+        # or drop. A diff that never names it (written by hand) leaves it as it is.
+        text, like = "\ufeff" + text, attrs.evolve(decoded, bom=False)
+    new_text, warnings = apply_hunks(text, op.hunks, path=display, placements=placements)
+    new_bytes = _text.encode(new_text, like)
+    diff = unified_diff(display, text, new_text)
+    return new_bytes, diff, tuple(warnings)
+
+
+def _mentions_bom(op: FileOp) -> bool:
+    return any(
+        hunk.exact_newlines and "\ufeff" in text for hunk in op.hunks for _, text in hunk.lines
+    )

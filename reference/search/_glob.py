@@ -66,7 +66,7 @@ class GlobPattern:
         self._prefixes: list[tuple[list[str], int | None]] = []
         for alternative in _wildmatch.expand_braces(pattern):
             segments, dir_only = self._normalize(alternative, root, workspace_root)
-            source = _wildmatch.translate("/".join(segments), pathname=True)
+            source = _wildmatch.translate("/".join(segments), pathname=True, atomic=True)
             dirs.append(source)
             if not dir_only:
                 files.append(source)

@@ -4,7 +4,9 @@ It reads each directory's candidates through ``FileSystem.read_files`` (one dire
 handle, no symlink followed) and applies the rules of ``_grep_query``. The required
 literals make it fast where it matters: a file whose bytes contain none of them is not
 decoded, and in a file that does, only the lines around a literal are handed to the
-regex. A pattern without literals is tried on every line.
+regex. A pattern without literals is tried on every line. The regex runs in a grep worker
+process (``_grep_worker``), so a deadline stops even a match that backtracks without end;
+this module's ``search_bytes`` is what the worker runs.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
 from editspec.reference._results import GrepMatch
-from editspec.reference.search._grep_query import BOM, FileGroup, GrepQuery, is_binary
+from editspec.reference.search._grep_query import BOM, FileGroup, GrepQuery, is_binary, may_match
+from editspec.reference.search._grep_worker import BATCH_BYTES, search_files
 
 if TYPE_CHECKING:
     from editspec.reference._fs import FileSystem
@@ -82,8 +85,14 @@ def search_bytes(query: GrepQuery, data: bytes, path: str) -> list[GrepMatch]:
 def search(
     fs: FileSystem, query: GrepQuery, groups: Sequence[FileGroup], check: Callable[[], None]
 ) -> list[GrepMatch]:
-    """Search every candidate; matches in no particular order."""
+    """Search every candidate; matches in no particular order.
+
+    The files are read here, through the port; those that may match (``may_match``) are
+    searched by a grep worker (``_grep_worker``), which ``check`` can stop mid-regex.
+    """
     matches: list[GrepMatch] = []
+    pending: list[tuple[str, bytes]] = []
+    pending_bytes = 0
     for group in groups:
         check()
         for name, data in fs.read_files(group.directory, group.names):
@@ -91,6 +100,13 @@ def search(
                 if data.errno in SKIPPED_ERRNOS:
                     continue
                 raise _errors.from_oserror(data, group.report(name), action="grep")
-            matches.extend(search_bytes(query, data, group.report(name)))
+            if may_match(query, data):
+                pending.append((group.report(name), data))
+                pending_bytes += len(data)
+            if pending_bytes >= BATCH_BYTES:
+                matches.extend(search_files(query, pending, check))
+                pending, pending_bytes = [], 0
         check()
+    if pending:
+        matches.extend(search_files(query, pending, check))
     return matches

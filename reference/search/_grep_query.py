@@ -170,6 +170,7 @@ class GrepQuery:
     rg_literals: Requirement | None  # for ripgrep's fixed-string prefilter
     line_filter: re.Pattern[str] | None  # finds candidate lines in decoded text
     byte_filter: re.Pattern[bytes] | None  # rejects files without any literal (exact case)
+    byte_literals: tuple[bytes, ...] | None = None  # the same literals, for ``bytes.find``
 
     @property
     def rg_ignore_case(self) -> bool:
@@ -183,15 +184,38 @@ def _line_filter(literals: Requirement) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-def _byte_filter(literals: Requirement) -> re.Pattern[bytes] | None:
-    """A bytes prefilter, when every literal is case-sensitive and its UTF-8 form is what
-    the file holds (no U+FFFD, which stands for undecodable bytes, and no surrogates)."""
+def _byte_literals(literals: Requirement) -> tuple[bytes, ...] | None:
+    """The literals as the file holds them, when every one is case-sensitive and its UTF-8
+    form is what the file holds (no U+FFFD, which stands for undecodable bytes, and no
+    surrogates)."""
     encoded: list[bytes] = []
     for text, icase in literals:
         if icase or "\ufffd" in text or any("\ud800" <= ch <= "\udfff" for ch in text):
             return None
-        encoded.append(re.escape(text.encode("utf-8")))
-    return re.compile(b"|".join(sorted(encoded)))
+        encoded.append(text.encode("utf-8"))
+    return tuple(sorted(encoded))
+
+
+def _byte_filter(literals: Requirement) -> re.Pattern[bytes] | None:
+    """A bytes prefilter of the byte literals (one regex: an alternation)."""
+    encoded = _byte_literals(literals)
+    return None if encoded is None else re.compile(b"|".join(map(re.escape, encoded)))
+
+
+MAX_SCANNED_LITERALS = 16
+"""A file is scanned for each byte literal in the caller's process (linear time each);
+beyond this many, it goes to the grep worker unscanned."""
+
+
+def may_match(query: GrepQuery, data: bytes) -> bool:
+    """Whether a file could hold a match: not binary, and (when known) one of the byte
+    literals occurs in it. Linear in ``data``, so it is safe to run without a deadline."""
+    if is_binary(data):
+        return False
+    found = query.byte_literals
+    if found is None or len(found) > MAX_SCANNED_LITERALS:
+        return True
+    return any(literal in data for literal in found)
 
 
 _MAX_REPEAT = _sre_constants.MAX_REPEAT
@@ -266,6 +290,7 @@ def compile_query(pattern: object, *, ignore_case: bool = False) -> GrepQuery:
         rg_literals=required_literals(pattern, flags, rg_safe),
         line_filter=_line_filter(literals) if literals else None,
         byte_filter=_byte_filter(literals) if literals else None,
+        byte_literals=_byte_literals(literals) if literals else None,
     )
 
 

@@ -75,6 +75,7 @@ from editspec.reference.search._grep_query import (
     decode_line,
     is_binary,
 )
+from editspec.reference.search._grep_worker import match_lines
 
 if TYPE_CHECKING:
     from editspec.reference._fs import FileSystem
@@ -387,8 +388,7 @@ def _verify(
     by_group: dict[int, list[str]] = {}
     for index, name in candidates:
         by_group.setdefault(index, []).append(name)
-    search = query.regex.search
-    matches: list[GrepMatch] = []
+    lines: list[tuple[str, int, str]] = []
     for index in sorted(by_group):
         check()
         group = groups[index]
@@ -401,10 +401,5 @@ def _verify(
             if is_binary(head) or head == BOM:
                 continue  # binary, or nothing but a BOM: no line at all
             for number, raw in candidates[(index, name)]:
-                line = decode_line(raw, number == 1)
-                match = search(line)
-                if match is not None:
-                    matches.append(
-                        GrepMatch(path=path, line=number, column=match.start() + 1, text=line)
-                    )
-    return matches
+                lines.append((path, number, decode_line(raw, number == 1)))
+    return match_lines(query, lines, check)  # in a grep worker: a deadline stops it

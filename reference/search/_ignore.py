@@ -114,7 +114,11 @@ def _compile_rule(units: str, source: str, line: int) -> IgnoreRule:
     segments: int | None = None
     literal = suffix = None
     if basename:
-        source_regex = _wildmatch.translate(body, pathname=False)
+        # Atomic stars keep a hostile line (*a*a*a*a*a*a*b) from backtracking on every
+        # long name, where that adds no group: the rules' combined regex numbers them.
+        source_regex = _wildmatch.translate(
+            body, pathname=False, atomic=not _wildmatch.ATOMIC_ADDS_GROUPS
+        )
         if not _wildmatch.has_wildcard(body):
             literal = body
         elif body.startswith("*") and not _wildmatch.has_wildcard(body[1:]):
@@ -129,7 +133,7 @@ def _compile_rule(units: str, source: str, line: int) -> IgnoreRule:
             body = body[1:]
             prefix_length -= 1
         source_regex = re.escape(body[:prefix_length]) + _wildmatch.translate(
-            body[prefix_length:], pathname=True
+            body[prefix_length:], pathname=True, atomic=not _wildmatch.ATOMIC_ADDS_GROUPS
         )
     return IgnoreRule(
         source=source,

@@ -15,16 +15,25 @@
   sort key of the last entry returned (not an offset), so the next page starts right
   after it even when entries were added or removed meanwhile. A cursor from another
   listing (path, depth or hidden flag) or a damaged one is INVALID_ARGUMENT.
+* Scale (file-io-design §8): ``glob`` keeps only entries whose path below the listed
+  directory (or whose name) matches it (``fnmatch``; directories are still descended);
+  directories named in ``exclude`` (default ``DEFAULT_EXCLUDED``: ``.git``, dependency
+  and build directories; ``()`` excludes nothing) are neither listed nor entered, and the
+  result names each one it skipped (``excluded``) and the rules in effect
+  (``exclusions``). ``total_entries`` counts every entry of the whole listing (all pages)
+  from the same traversal as the page; ``changed_during_listing`` is True when a listed
+  directory's mtime moved while it was being walked, so the count may be off.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from editspec.reference import _errors
@@ -35,6 +44,18 @@ from editspec.reference._results import ListEntry, ListResult
 from editspec.reference.paths._paths import is_within
 
 Key = tuple[tuple[int, str], ...]  # per level: (0 for a directory else 1, name)
+DEFAULT_EXCLUDED: tuple[str, ...] = (
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    "dist",
+    "build",
+    "target",
+)
 _CURSOR_VERSION = 1
 CURSOR_CHARS = 64 * 1024  # ours encode one key: a path below PATH_MAX and a kind
 
@@ -95,7 +116,16 @@ def _kind(entry: os.DirEntry[str]) -> str:
 
 
 class _Lister:
-    def __init__(self, workspace: WorkspaceContext, include_hidden: bool, depth: int) -> None:
+    def __init__(
+        self,
+        workspace: WorkspaceContext,
+        include_hidden: bool,
+        depth: int,
+        exclude: tuple[str, ...] = (),
+    ) -> None:
+        self.exclude = frozenset(exclude)
+        self.excluded: list[str] = []  # absolute paths of directories skipped
+        self.mtimes: dict[str, int] = {}  # each listed directory's mtime_ns when listed
         self.workspace = workspace
         self.fs = workspace.fs
         self.include_hidden = include_hidden
@@ -105,6 +135,7 @@ class _Lister:
 
     def children(self, directory: str, top: bool) -> list[tuple[str, str, os.DirEntry[str]]]:
         try:
+            self.mtimes[directory] = self.fs.lstat(directory).st_mtime_ns
             listing = list(self.fs.scandir(directory))
         except OSError as exc:
             if top:
@@ -116,6 +147,9 @@ class _Lister:
             if not self.include_hidden and name.startswith("."):
                 continue
             kind = _kind(entry)
+            if kind == "dir" and name in self.exclude:
+                self.excluded.append(os.path.join(directory, name))
+                continue
             if (
                 kind == "dir"
                 and self.state is not None
@@ -186,8 +220,16 @@ def list_directory(
     include_hidden: bool = False,
     cursor: str | None = None,
     max_entries: int | None = None,
+    glob: str | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> ListResult:
     """The entries of a directory, paged by an opaque cursor. Spec: LIST-*."""
+    check_text("glob", glob, optional=True, nul=False, max_chars=4096)
+    if exclude is not None and (
+        isinstance(exclude, str) or not all(isinstance(name, str) for name in exclude)
+    ):
+        raise ToolError(_errors.INVALID_ARGUMENT, "exclude must be a list of directory names")
+    exclusions = DEFAULT_EXCLUDED if exclude is None else tuple(exclude)
     workspace = session.workspace
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ToolError(_errors.INVALID_ARGUMENT, "depth must be a positive integer")
@@ -209,20 +251,47 @@ def list_directory(
         raise ToolError(_errors.INVALID_ARGUMENT, f"not a directory: {path}", path=path)
     reported = "" if resolved.logical_relative == "." else resolved.logical_relative
     bind = _cursor_bind(resolved.relative, depth, include_hidden)
+    if glob is not None or exclude is not None:
+        bind = {**bind, "g": glob, "x": sorted(exclusions)}
     after = decode_cursor(cursor, bind) if cursor is not None else None
-    lister = _Lister(workspace, include_hidden, depth)
+    lister = _Lister(workspace, include_hidden, depth, exclusions)
+    base = f"{reported}/" if reported else ""
+    total = 0
     entries: list[ListEntry] = []
     last_key: Key | None = None
     truncated = False
     for key, name, entry_path, kind, entry, absolute in lister.entries(
-        resolved.real, reported, after
+        resolved.real, reported, None
     ):
-        if max_entries is not None and len(entries) >= max_entries:
+        below = entry_path[len(base) :]
+        if glob is not None and not (fnmatch.fnmatch(below, glob) or fnmatch.fnmatch(name, glob)):
+            continue
+        total += 1  # every page's count comes from this one traversal
+        if after is not None and key <= after:
+            continue
+        if truncated or (max_entries is not None and len(entries) >= max_entries):
             truncated = True
-            break
+            continue
         listed = _entry(lister, name, entry_path, kind, entry, absolute)
         if listed is not None:
             entries.append(listed)
             last_key = key
     next_cursor = encode_cursor(bind, last_key) if truncated and last_key is not None else None
-    return ListResult(entries=tuple(entries), next_cursor=next_cursor, truncated=truncated)
+    changed = False
+    for directory, mtime_ns in lister.mtimes.items():
+        try:
+            changed = changed or workspace.fs.lstat(directory).st_mtime_ns != mtime_ns
+        except OSError:
+            changed = True
+    root = workspace.root
+    return ListResult(
+        entries=tuple(entries),
+        next_cursor=next_cursor,
+        truncated=truncated,
+        total_entries=total,
+        changed_during_listing=changed,
+        excluded=tuple(
+            os.path.relpath(path, root).replace(os.sep, "/") for path in lister.excluded
+        ),
+        exclusions=exclusions,
+    )

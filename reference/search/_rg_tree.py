@@ -21,14 +21,16 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from editspec.reference import _errors
 from editspec.reference._results import GrepMatch
-from editspec.reference.search._grep_py import SKIPPED_ERRNOS, search_bytes
+from editspec.reference.search._grep_py import SKIPPED_ERRNOS
 from editspec.reference.search._grep_query import (
     BINARY_SNIFF_BYTES,
     BOM,
     GrepQuery,
     decode_line,
+    may_match,
 )
 from editspec.reference.search._grep_rg import RipgrepFailed, spawn
+from editspec.reference.search._grep_worker import match_lines, search_files
 from editspec.reference.search._ignore import GITIGNORE, INFO_EXCLUDE
 from editspec.reference.search._walk import DIR, FILE, GIT_DIR, OTHER, SYMLINK
 
@@ -296,9 +298,8 @@ def _verify_tree(
     """Python's verdict on ripgrep's candidate lines: a file with a NUL in its first
     8 KiB is binary; one with a NUL further on is searched again by the Python backend
     (ripgrep split its lines at the NUL); every other line is checked with ``re``."""
-    search = query.regex.search
     prefix = reported + "/" if reported else ""
-    matches: list[GrepMatch] = []
+    candidates: list[tuple[str, int, str]] = []
     again: dict[str, list[str]] = {}
     for below, found in lines.items():
         offset = binary.get(below)
@@ -318,10 +319,8 @@ def _verify_tree(
                 if number == 1:
                     line = line.removeprefix("\ufeff")
                 line = line.removesuffix("\r")
-            match = search(line)
-            if match is not None:
-                column = match.start() + 1
-                matches.append(GrepMatch(path=path, line=number, column=column, text=line))
+            candidates.append((path, number, line))
+    matches = match_lines(query, candidates, check)  # in a grep worker: a deadline stops it
     base = os.path.join(root, *start.split("/")) if start else root
     for directory, names in sorted(again.items()):
         check()
@@ -332,5 +331,6 @@ def _verify_tree(
                 if data.errno in SKIPPED_ERRNOS:
                     continue
                 raise _errors.from_oserror(data, shown + name, action="grep")
-            matches.extend(search_bytes(query, data, shown + name))
+            if may_match(query, data):
+                matches.extend(search_files(query, [(shown + name, data)], check))
     return matches

@@ -44,7 +44,7 @@ from editspec.reference._fs import FileSystem
 from editspec.reference._limits import Limits
 from editspec.reference._results import GrepMatch, GrepResult, IgnoreExplanation
 from editspec.reference.paths._paths import check_request
-from editspec.reference.search import _grep_py, _grep_rg, _rg_tree, _scope, _wildmatch
+from editspec.reference.search import _grep_py, _grep_rg, _grep_worker, _rg_tree, _scope, _wildmatch
 from editspec.reference.search._grep_query import FileGroup, GrepQuery, compile_query
 from editspec.reference.search._scope import (
     SearchRoot,
@@ -375,6 +375,7 @@ def grep(
     check()
     check_text("pattern", pattern, empty=True, max_chars=limits.grep_pattern_chars)
     query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
+    _grep_worker.warm()  # the regex runs in a worker process (LIMIT-031): it boots meanwhile
     limit = check_max(max_results, "max_results")
     include_spec = _include(include, limits)
     mode = workspace.grep_backend

@@ -125,6 +125,7 @@ def _edit_locked(
         plan.new_bytes,
         message_id=message_id,
         new_sha256=plan.new_digest,
+        operation="edit",
     )
     new_sha256 = plan.new_digest()
     return EditResult(
@@ -138,6 +139,7 @@ def _edit_locked(
         snapshot_created=snapshot_created,
         replacements=plan.replacements,
         warnings=plan.warnings + write_warnings,
+        backup_ref=message_id if snapshot_created else None,
     )
 
 

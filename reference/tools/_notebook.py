@@ -260,7 +260,7 @@ def _edit_locked(
     plan = plan_edit(shown, old_bytes, request)
     check_edit_size(workspace.limits, shown, len(plan.new_bytes), "would be")
     snapshot_created, write_warnings = replace_locked(
-        session, target, old_bytes, plan.new_bytes, message_id=message_id
+        session, target, old_bytes, plan.new_bytes, message_id=message_id, operation="notebook"
     )
     return NotebookResult(
         path=shown,

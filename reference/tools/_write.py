@@ -215,6 +215,7 @@ def replace_locked(
     *,
     message_id: str | None,
     new_sha256: str | Callable[[], str] | None = None,
+    operation: str = "write",
 ) -> tuple[bool, tuple[str, ...]]:
     """Publish ``new_bytes`` at ``target`` with its key lock already held.
 
@@ -228,6 +229,8 @@ def replace_locked(
     when the hash is needed, so a large file is hashed while it is written. Spec:
     WRITE-*, TRACK-*, SNAP-*, PATH-* (hard links).
     """
+    # The host's validators see the whole new content before anything is published.
+    session.workspace.hooks.run_validators(target.logical_relative, operation, old_bytes, new_bytes)
     digest = sha256_later(new_bytes) if new_sha256 is None else new_sha256
     new_hash: Callable[[], str] = digest if callable(digest) else (lambda: digest)
     workspace = session.workspace
@@ -409,4 +412,6 @@ def _write_locked(
         diff=diff,
         snapshot_created=snapshot_created,
         warnings=warnings,
+        # The previous bytes are restorable through rewind(message_id) (evidence).
+        backup_ref=message_id if snapshot_created and old is not None else None,
     )

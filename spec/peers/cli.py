@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from editspec.spec import expectations
+from editspec.spec.peers import matrix
 from editspec.spec.peers.catalog import CatalogError, Peer, cache_dir, load_catalog
 
 EXIT_OK = 0
@@ -144,7 +146,6 @@ def run_peer(
 def compare_with_expectations(report: dict[str, Any], path: Path) -> list[str]:
     """What the expectations no longer describe: a listed clause that does not fail, a
     failing MUST clause that is not listed."""
-    from editspec.spec import expectations
 
     listed = expectations.load(path)
     problems = []
@@ -207,7 +208,6 @@ def _entry(peer: Peer, out: Path, cache: Path) -> dict[str, Any]:
 
 
 def write_matrix(entries: Sequence[dict[str, Any]], out: Path) -> list[Path]:
-    from editspec.spec.peers import matrix
 
     built = matrix.build(entries)
     out.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from editspec.spec.contract import AREAS
+from editspec.contract import AREAS
 from editspec.spec.report import FAIL, KINDS, OUTCOMES, outcome_label, profile_lines
 
 MATRIX_FORMAT = "editspec-matrix/1"

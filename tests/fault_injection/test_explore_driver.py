@@ -24,7 +24,7 @@ from editspec.fault_injection.replay import replay
 from editspec.fault_injection.scenario import Scenario
 from tests.mutants import durability
 
-REFERENCE = "editspec.spec.drivers.reference:factory"
+REFERENCE = "editspec.contract.drivers.reference:factory"
 DRIVERS = "tests.fault_injection.python_drivers"
 OPAQUE = f"{DRIVERS}:OpaqueReference"
 
@@ -125,7 +125,7 @@ def test_an_atomic_writer_whose_temp_files_stay_outside_the_root_passes(tmp_path
 
 
 def test_journals_are_looked_for_only_where_a_driver_says_it_keeps_them(tmp_path: Path) -> None:
-    from editspec.fault_injection import ostrace
+    from editspec.fault_injection import driver_power
     from tests.fault_injection.python_drivers import (
         LeavesAJournal,
         LeavesAJournalWhereDesignPutsThem,
@@ -145,7 +145,7 @@ def test_journals_are_looked_for_only_where_a_driver_says_it_keeps_them(tmp_path
         )
         assert status == (1 if journals_checked else 0), table
         box = harness.Sandbox(tmp_path / f"box-{driver.__name__}")
-        report = ostrace.check_driver_power_loss(driver, box, scenario)
+        report = driver_power.check_driver_power_loss(driver, box, scenario)
         problems = [line for failure in report.failures for line in failure.problems]
         assert report.states > 1
         if journals_checked:

@@ -107,7 +107,7 @@ def test_the_patch_machine_catches_an_engine_that_does_not_recover(failures: Pat
 
 # -- any Python driver, through the contract ------------------------------------------------
 
-REFERENCE_DRIVER = "editspec.spec.drivers.reference:factory"
+REFERENCE_DRIVER = "editspec.contract.drivers.reference:factory"
 OPAQUE = "tests.fault_injection.python_drivers:OpaqueReference"
 
 

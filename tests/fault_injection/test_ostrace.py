@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from editspec.fault_injection import harness, ostrace, trees
+from editspec.fault_injection import driver_power, harness, ostrace, trees
+from editspec.fault_injection.osfaults import OsInterceptor
 from editspec.fault_injection.powerloss import power_loss_states
 from editspec.fault_injection.scenario import SESSION, Scenario
-from editspec.spec.crash import OsInterceptor
 from tests.fault_injection.python_drivers import (
     Atomic,
     AtomicWithoutDirSync,
@@ -66,7 +66,7 @@ def test_the_os_trace_of_the_reference_is_its_port_trace(box: harness.Sandbox) -
     scenario = durability.update_two()
     with durability.pinned_transaction_id(durability.PINNED_ID):  # the same names twice
         port = harness.baseline(box, scenario)
-        at_os = ostrace.driver_baseline(OpaqueReference, box, scenario)
+        at_os = driver_power.driver_baseline(OpaqueReference, box, scenario)
     assert at_os.outcome.ok and at_os.after == port.after
     # The os-level recorder resolved every name relative to a directory descriptor (the
     # reference walks from "/" and acts through dir_fd) back to the same paths.
@@ -82,7 +82,7 @@ def test_the_os_trace_of_the_reference_is_its_port_trace(box: harness.Sandbox) -
 def test_the_reference_as_an_opaque_driver_survives_every_ordered_power_loss_state(
     box: harness.Sandbox, build: Any
 ) -> None:
-    report = ostrace.check_driver_power_loss(OpaqueReference, box, build(), "ordered")
+    report = driver_power.check_driver_power_loss(OpaqueReference, box, build(), "ordered")
     assert report.states > 10 and not report.truncated
     assert not report.failures, [f.state.describe() for f in report.failures[:3]]
 
@@ -93,7 +93,7 @@ def test_a_durability_mutant_is_caught_through_the_os_level_trace(
 ) -> None:
     mutant = durability.mutant_named(name)
     with mutant.active():
-        report = ostrace.check_driver_power_loss(
+        report = driver_power.check_driver_power_loss(
             OpaqueReference, box, mutant.scenario(), "ordered", stop_after=1
         )
     assert report.failures, f"{name} survives every power-loss state of its os-level trace"
@@ -103,7 +103,7 @@ def test_a_durability_mutant_is_caught_through_the_os_level_trace(
 
 
 def test_a_careless_writer_is_caught_and_an_atomic_one_passes(box: harness.Sandbox) -> None:
-    careless = ostrace.check_driver_power_loss(Careless, box, overwrite(), "ordered")
+    careless = driver_power.check_driver_power_loss(Careless, box, overwrite(), "ordered")
     assert careless.failures
     found = {f.actual["f.txt"].data for f in careless.failures if "f.txt" in f.actual}
     assert b"" in found  # the truncation reached the disk, the new bytes did not
@@ -118,11 +118,11 @@ def test_a_careless_writer_is_caught_and_an_atomic_one_passes(box: harness.Sandb
     def temp(path: str) -> bool:
         return os.path.basename(path).startswith(".tmp-")
 
-    atomic = ostrace.check_driver_power_loss(Atomic, box, overwrite(), "ordered", ignore=temp)
+    atomic = driver_power.check_driver_power_loss(Atomic, box, overwrite(), "ordered", ignore=temp)
     assert atomic.states > 1 and not atomic.failures, atomic.failures
 
-    clean = ostrace.driver_baseline(AtomicWithoutDirSync, box, overwrite())
-    lazy = ostrace.check_driver_power_loss(
+    clean = driver_power.driver_baseline(AtomicWithoutDirSync, box, overwrite())
+    lazy = driver_power.check_driver_power_loss(
         AtomicWithoutDirSync, box, overwrite(), "ordered", ignore=temp, baseline=clean
     )
     # Once the call returned the new file must stay; without the directory's fsync the
@@ -133,13 +133,13 @@ def test_a_careless_writer_is_caught_and_an_atomic_one_passes(box: harness.Sandb
 
 def test_a_driver_that_does_not_run_here_is_refused(box: harness.Sandbox) -> None:
     with pytest.raises(ValueError, match="python_fs"):
-        ostrace.driver_baseline(Elsewhere, box, overwrite())
+        driver_power.driver_baseline(Elsewhere, box, overwrite())
 
 
 def test_the_model_leaves_the_old_bytes_or_any_block_prefix_of_an_in_place_rewrite(
     box: harness.Sandbox,
 ) -> None:
-    clean = ostrace.driver_baseline(Careless, box, overwrite())
+    clean = driver_power.driver_baseline(Careless, box, overwrite())
     names = [op.name for op in clean.recorder.ops]
     assert names == ["open", "truncate", "write", "close"]
     assert clean.recorder.ops[2].data == NEW and clean.recorder.ops[2].offset == 0

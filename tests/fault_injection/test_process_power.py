@@ -45,7 +45,7 @@ def needs_strace_and_mcp() -> None:
 
 
 def _server(command: tuple[str, ...]) -> process_power.Server:
-    from editspec.spec.drivers._mcp_map import load_map
+    from editspec.contract.drivers._mcp_map import load_map
 
     return process_power.Server(command, load_map(MAP))
 

@@ -54,7 +54,7 @@ def test_editspec_serve_is_all_or_nothing_when_killed_at_every_rename_and_fsync(
 ) -> None:
     needs_strace()
     pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
-    from editspec.spec.drivers._mcp_map import load_map
+    from editspec.contract.drivers._mcp_map import load_map
 
     target = mcp_target(SERVE, load_map(MAP), RENAME + FSYNC, name="editspec serve")
     scenario = patch_scenario(5)
@@ -174,7 +174,7 @@ def peer_entry() -> Path:
 def peer(tmp_path_factory: pytest.TempPathFactory) -> ProcessTarget:
     needs_strace()
     pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to speak MCP")
-    from editspec.spec.drivers._mcp_map import load_map
+    from editspec.contract.drivers._mcp_map import load_map
 
     entry = peer_entry()
     map_file = tmp_path_factory.mktemp("map") / "server-filesystem.toml"
@@ -341,7 +341,7 @@ def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) 
     "before" of the step, not a change it made."""
     needs_strace()
     pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
-    from editspec.spec.drivers._mcp_map import load_map
+    from editspec.contract.drivers._mcp_map import load_map
 
     def prepare(driver: Any) -> None:
         driver.open_session("s").write("made.txt", "written while preparing\n")

@@ -35,8 +35,8 @@ import attrs
 from mutant_zoo import Mutant, register
 from targets import TARGETS
 
+from editspec.contract import RESULT_FIELDS
 from editspec.reference import ERROR_CODES, ToolError
-from editspec.spec.contract import RESULT_FIELDS
 
 # The result types by the operation that returns them, and the items of list fields.
 RESULTS: Mapping[str, str] = {

@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from editspec.contract.drivers.reference import ReferenceDriver
 from editspec.reference import EditSpec, ToolError, Workspace
 from editspec.reference._fs import FileSystem
 from editspec.reference.guards import _access
@@ -40,7 +41,6 @@ from editspec.reference.paths import _paths
 from editspec.reference.snapshots import _rewind
 from editspec.reference.text import _text
 from editspec.reference.tools import _atomic, _edit, _edit_text, _write
-from editspec.spec.drivers.reference import ReferenceDriver
 
 
 @attrs.frozen(kw_only=True)

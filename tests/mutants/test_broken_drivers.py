@@ -17,8 +17,8 @@ if str(HERE) not in sys.path:
 broken = importlib.import_module("broken_drivers")
 mutant_zoo = importlib.import_module("mutant_zoo")
 
+from editspec.contract.drivers.reference import ReferenceDriver  # noqa: E402
 from editspec.reference import EditSpec, ToolError  # noqa: E402
-from editspec.spec.drivers.reference import ReferenceDriver  # noqa: E402
 
 
 def _driver(tmp_path: Path, hook: Any) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from editspec.spec.contract import AREAS
+from editspec.contract import AREAS
 
 HERE = Path(__file__).resolve().parent
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from editspec.contract.drivers.reference import ReferenceDriver
 from editspec.reference.patch import _patch_parse
-from editspec.spec.drivers.reference import ReferenceDriver
 
 
 def factory(root: Path, state_dir: Path) -> ReferenceDriver:

@@ -69,6 +69,7 @@ SERVED: dict[str, str] = {
     "WRITE-040": "a server killed while it creates a file",
     "SNAP-040": "a server killed while it rewinds a patch",
     "RECOV-040": "a server killed mid-patch, then started again",
+    "LIMIT-032": "a server sent request lines it cannot parse",
 }
 # A served clause whose defect ``SERVED_MUTANT`` does not have is served by its own mutant
 # (which names the clause in its ``clauses``; the in-process pairs skip served clauses).
@@ -76,6 +77,7 @@ SERVED_BY: dict[str, str] = {
     "WRITE-040": "create_in_place",
     "SNAP-040": "commit_in_place",
     "RECOV-040": "no_recovery_on_start",
+    "LIMIT-032": "unguarded_stdio",
 }
 
 
@@ -109,7 +111,7 @@ def factory(root: Path, state_dir: Path) -> Any:
     name = _plan().get(current_test())
     if name is None:
         mutant_zoo.deactivate()
-        from editspec.spec.drivers.reference import ReferenceDriver
+        from editspec.contract.drivers.reference import ReferenceDriver
 
         return ReferenceDriver(root, state_dir)
     return MUTANTS[name].build(root, state_dir)

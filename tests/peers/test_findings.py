@@ -2,7 +2,8 @@
 
 Each ``peers/findings/<tool>-<short-name>.py`` is a standalone script: it installs nothing,
 runs offline against the catalog's pinned version of its tool (importable from that peer's
-directory of the peer cache) and exits 1 while the defect is there, 0 once it is fixed.
+directory of the peer cache, or with the interpreter of its venv there when the catalog
+gives the peer a Python of its own) and exits 1 while the defect is there, 0 once it is fixed.
 The reproductions whose tool is installed in the peer cache (``editspec peers run NAME``
 installs it) run here and must exit 1; every finding must have its write-up.
 """
@@ -21,9 +22,15 @@ from editspec.spec.peers.catalog import cache_dir, load_catalog
 FINDINGS = Path(__file__).resolve().parents[2] / "peers" / "findings"
 # The catalog peer whose installed site a reproduction imports, by the script's prefix.
 PEER_OF = {
+    "apply-patch-py": "apply-patch-py",
+    "openhands-aci": "openhands-aci",
+    "mcp-text-editor": "mcp-text-editor",
     "deepagents": "deepagents-virtual",
     "langchain": "langchain-file-management",
     "desktop-commander": "desktop-commander",
+    "codex": "codex-apply-patch",
+    "gemini": "gemini-cli-core",
+    "claude-code": "claude-code",
 }
 
 
@@ -53,8 +60,11 @@ def test_reproduction_shows_the_defect(script: Path) -> None:
     env = peer.environment(cache_dir())
     # ripgrep from this environment (editspec's [rg] extra), for the tools that use it
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # a peer with a Python of its own (the catalog's python) runs in its venv's interpreter
+    python = str(peer.peer_python(cache_dir()))
+    env.pop("EDITSPEC_PEER_PYTHON", None)
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+        [python, str(script)], capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 1, (
         f"{script.name} exited {done.returncode} (1: the defect shows)\n{done.stdout}{done.stderr}"

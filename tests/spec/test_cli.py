@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract.drivers import DriverLoadError, DriverSpec, factory_for, load_factory
 from editspec.spec import catalog, cli
-from editspec.spec.drivers import DriverLoadError, DriverSpec, factory_for, load_factory
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,7 +67,7 @@ def test_every_outcome_and_the_report(tmp_path):
         "EDIT-001": "UNSUPPORTED",
     }
     report = json.loads((tmp_path / "out.json").read_text())
-    assert report["contract_version"] == "1.3"
+    assert report["contract_version"] == "1.4"
     assert report["catalog_sha256"] == catalog.catalog_hash()
     assert report["implementation"]["name"] == "naive-toy"
     assert "python_fs" in report["implementation"]["capabilities"]
@@ -240,21 +240,21 @@ def test_a_missing_delegated_command_is_a_usage_error(monkeypatch, capsys):
 
 
 def test_mcp_option_without_the_adapter(monkeypatch):
-    monkeypatch.setitem(sys.modules, "editspec.spec.drivers.mcp", None)
+    monkeypatch.setitem(sys.modules, "editspec.contract.drivers.mcp", None)
     with pytest.raises(DriverLoadError, match="MCP adapter"):
         factory_for(DriverSpec(mcp="my-server --stdio"))
 
 
 def test_mcp_option_uses_the_adapter(monkeypatch, tmp_path):
     calls = []
-    adapter = types.ModuleType("editspec.spec.drivers.mcp")
+    adapter = types.ModuleType("editspec.contract.drivers.mcp")
 
     def factory_from_options(command, map_path):
         calls.append((command, map_path))
         return "a factory"
 
     adapter.factory_from_options = factory_from_options  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "editspec.spec.drivers.mcp", adapter)
+    monkeypatch.setitem(sys.modules, "editspec.contract.drivers.mcp", adapter)
     tool_map = tmp_path / "map.toml"
     tool_map.write_text("")
     assert factory_for(DriverSpec(mcp="srv", mcp_map=str(tool_map))) == "a factory"

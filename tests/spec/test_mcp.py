@@ -18,10 +18,13 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 import editspec.spec
-from editspec.reference import EditSpec, ToolError, Workspace
-from editspec.spec._mcp_tools import TOOLS_BY_NAME, check_arguments, output_schema, to_json
-from editspec.spec.drivers import DriverLoadError
-from editspec.spec.drivers._mcp_map import (
+from editspec.contract.drivers import DriverLoadError
+from editspec.contract.drivers._mcp_connection import (
+    Connection,
+    UncodedToolError,
+    mend_tool_listing,
+)
+from editspec.contract.drivers._mcp_map import (
     FieldNotReported,
     MapError,
     NotMapped,
@@ -30,14 +33,15 @@ from editspec.spec.drivers._mcp_map import (
     load_map,
     to_record,
 )
-from editspec.spec.drivers.mcp import (
+from editspec.contract.drivers.mcp import (
     McpDriver,
     McpToolError,
     ServerError,
-    UncodedToolError,
     command_line,
     factory_from_options,
 )
+from editspec.reference import EditSpec, ToolError, Workspace
+from editspec.spec._mcp_tools import TOOLS_BY_NAME, check_arguments, output_schema, to_json
 
 MAPS = Path(editspec.spec.__file__).resolve().parent / "mcp_maps"
 SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
@@ -268,11 +272,9 @@ def test_a_map_names_tools_of_several_versions_and_the_servers_directory(tmp_pat
 
 
 def test_a_tool_listing_without_schema_types_is_mended_and_recorded() -> None:
-    from editspec.spec.drivers.mcp import _Connection, _mend_tool_listing
-
-    connection = _Connection(["unused"], "auto")
+    connection = Connection(["unused"], "auto")
     listing = {"tools": [{"name": "read_file", "inputSchema": {"$schema": "x"}},
                          {"name": "ok", "inputSchema": {"type": "object"}}]}  # fmt: skip
-    _mend_tool_listing(listing, connection)
+    mend_tool_listing(listing, connection)
     assert listing["tools"][0]["inputSchema"]["type"] == "object"
     assert "read_file" in (connection.listing_problem or "")

@@ -1,7 +1,7 @@
 """The whole suite through MCP against ``editspec serve`` agrees with the in-process run.
 
 ``editspec check`` runs twice, once with the reference driver in-process and once over
-MCP (the adapter of ``editspec.spec.drivers.mcp`` speaking to ``editspec serve`` through
+MCP (the adapter of ``editspec.contract.drivers.mcp`` speaking to ``editspec serve`` through
 ``spec/mcp_maps/editspec.toml``), each with a JSON report. Every clause both drivers can
 run must have the same outcome; a clause that needs a capability only one side declares
 (``python_fs`` in-process, ``process`` over MCP) must be UNSUPPORTED on the other. A

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract.drivers._mcp_map import FieldNotReported, NotMapped
+from editspec.contract.drivers.mcp import ServerError
 from editspec.spec._assertions import MissingField
-from editspec.spec.drivers._mcp_map import FieldNotReported, NotMapped
-from editspec.spec.drivers.mcp import ServerError
 
 FAKE_SUITE = """
 import threading
@@ -113,7 +113,7 @@ def test_passes():
 
 @_clause(912)
 def test_an_argument_the_tool_cannot_take():
-    from editspec.spec.drivers._mcp_map import Inexpressible
+    from editspec.contract.drivers._mcp_map import Inexpressible
 
     raise Inexpressible("the server's read_file has no argument for start_line=2")
 """

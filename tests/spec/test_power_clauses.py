@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from editspec.spec.drivers.reference import ReferenceDriver
+from editspec.contract.drivers.reference import ReferenceDriver
 from editspec.spec.test_txn import test_power_cut_during_a_patch as txn_011
 from editspec.spec.test_write import test_power_cut_during_replace as write_027
 from tests.fault_injection.python_drivers import (

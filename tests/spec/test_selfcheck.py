@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract import AREAS, CAPABILITIES, PROFILES, profile_for
 from editspec.spec import _clauses, catalog
 from editspec.spec._clauses import MUST, SHOULD, ClauseDefinitionError, Registry, clause
-from editspec.spec.contract import AREAS, CAPABILITIES, PROFILES, profile_for
 
 _counter = itertools.count()
 

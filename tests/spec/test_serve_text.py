@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from editspec.contract import error_codes
+from editspec.contract.drivers._mcp_map import default_map
+from editspec.contract.drivers.mcp import McpDriver
 from editspec.reference import EditSpec, ToolError, Workspace
 from editspec.spec._mcp_tools import to_json
 from editspec.spec._serve_text import ERROR_HINTS, error_text, result_text
-from editspec.spec.contract import error_codes
-from editspec.spec.drivers._mcp_map import default_map
-from editspec.spec.drivers.mcp import McpDriver
 
 
 @pytest.fixture

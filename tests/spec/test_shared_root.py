@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from editspec.contract.drivers import DriverLoadError, DriverSpec, factory_for
+from editspec.contract.drivers.mcp import McpToolError, ServerError, factory_from_url
 from editspec.spec import cli
 from editspec.spec._shared_root import SharedRootError, check_exclusive, release, reset
-from editspec.spec.drivers import DriverLoadError, DriverSpec, factory_for
-from editspec.spec.drivers.mcp import McpToolError, ServerError, factory_from_url
 
 
 @pytest.fixture

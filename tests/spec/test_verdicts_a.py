@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
+from editspec.contract.drivers.reference import CAPABILITIES, ReferenceDriver
 from editspec.reference import ToolError, Workspace
 from editspec.reference._fs import FileSystem
-from editspec.spec.drivers.reference import CAPABILITIES, ReferenceDriver
 
 HERE = Path(__file__).resolve().parent
 PATH_OPERATIONS = ("read", "write", "edit")

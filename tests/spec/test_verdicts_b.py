@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from editspec.spec.drivers.reference import CAPABILITIES, ReferenceDriver
+from editspec.contract.drivers.reference import CAPABILITIES, ReferenceDriver
 
 HERE = Path(__file__).resolve().parent
 
@@ -392,6 +392,73 @@ class HintPulls(ReferenceDriver):
         return _HintPullingSession(super().open_session(session_id), self.root)
 
 
+# -- moves without hunks: Codex's grammar has none ----------------------------------------
+
+
+def _hunkless_moves(patch: str) -> list[tuple[str, str]]:
+    """The (source, destination) of each Update section that has no hunk at all."""
+    moves, lines = [], patch.splitlines()
+    for at, line in enumerate(lines):
+        if line.startswith("*** Update File: ") and at + 1 < len(lines):
+            following = lines[at + 1]
+            if following.startswith("*** Move to: ") and (
+                at + 2 >= len(lines) or lines[at + 2].startswith("*** ")
+            ):
+                moves.append((line.split(": ", 1)[1], following.split(": ", 1)[1]))
+    return moves
+
+
+class _StrictCodexSession:
+    """Refuses an update without hunks as Codex's parser does ("Update file hunk for path
+    '...' is empty"); everything else is the reference's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def apply_patch(self, patch: str, **options: Any) -> Any:
+        for source, _ in _hunkless_moves(patch):
+            raise Refused("PATCH_SYNTAX", f"Update file hunk for path '{source}' is empty")
+        return self._inner.apply_patch(patch, **options)
+
+
+class StrictCodexGrammar(ReferenceDriver):
+    """The reference, refusing what Codex's grammar refuses: a move without a hunk."""
+
+    name = "strict-codex-grammar"
+
+    def open_session(self, session_id: str) -> Any:
+        return _StrictCodexSession(super().open_session(session_id))
+
+
+class _NormalisingMoveSession(_StrictCodexSession):
+    def __init__(self, inner: Any, root: Path) -> None:
+        super().__init__(inner)
+        self._root = root
+
+    def apply_patch(self, patch: str, **options: Any) -> Any:
+        result = self._inner.apply_patch(patch, **options)
+        for _, destination in _hunkless_moves(patch):
+            target = self._root / destination
+            target.write_bytes(target.read_bytes().replace(b"\r\n", b"\n"))
+        return result
+
+
+class PureMoveNormalises(ReferenceDriver):
+    """Accepts a move without hunks, but writes the moved file back with LF line ends."""
+
+    name = "pure-move-normalises"
+
+    def __init__(self, root: Path, state_dir: Path) -> None:
+        super().__init__(root, state_dir)
+        self.root = Path(root)
+
+    def open_session(self, session_id: str) -> Any:
+        return _NormalisingMoveSession(super().open_session(session_id), self.root)
+
+
 # -- sessions that die, started the wrong way ----------------------------------------------
 
 
@@ -641,3 +708,33 @@ def test_the_reference_started_elsewhere_fails_every_controlled_clause(tmp_path:
     records = check(tmp_path, " or ".join(CONTROLLED), *driver("WrongRoot"), parallel=True)
     assert set(records) == set(CONTROLLED)
     assert {c: o for c, o in outcomes(records).items() if o != "FAIL"} == {}
+
+
+MOVING = (
+    "PATCH-006",
+    "PATCH-007",
+    "PATCH-026",
+    "PATCH-027",
+    "PATCH-028",
+    "PATCH-030",
+    "PATCH-032",
+    "PATCH-033",
+    "PATCH-034",
+    "PATCH-036",
+    "SNAP-009",
+)
+
+
+def test_a_tool_that_follows_codex_grammar_on_moves_is_not_failed(tmp_path: Path) -> None:
+    """Codex's parser refuses an update without hunks; the clauses about moves check such a
+    move only where the tool accepts one (PATCH-006 is about nothing else: UNSUPPORTED)."""
+    strict = check(tmp_path, " or ".join(MOVING), *driver("StrictCodexGrammar"), parallel=True)
+    assert outcomes(strict) == {**dict.fromkeys(MOVING, "PASS"), "PATCH-006": "UNSUPPORTED"}
+    assert "without hunks" in strict["PATCH-006"]["message"]
+    reference = check(tmp_path, " or ".join(MOVING), parallel=True)
+    assert outcomes(reference) == dict.fromkeys(MOVING, "PASS")
+
+
+def test_a_pure_move_that_rewrites_line_ends_fails(tmp_path: Path) -> None:
+    records = check(tmp_path, "PATCH-006 or PATCH-007", *driver("PureMoveNormalises"))
+    assert outcomes(records) == {"PATCH-006": "FAIL", "PATCH-007": "PASS"}

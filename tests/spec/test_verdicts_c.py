@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 import pytest
 
-from editspec.spec.drivers.reference import ReferenceDriver
+from editspec.contract.drivers.reference import ReferenceDriver
 
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parents[1]

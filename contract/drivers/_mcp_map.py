@@ -28,6 +28,11 @@ describe the format. In short::
     fields = { content = "content" }    # contract field -> result field (dotted path)
     ignore = ["max_bytes"]              # arguments whose every value the tool already
                                         # honours (it always reads whole files)
+    text_pattern = '(?s)^Read: (?P<content>.*)$'
+                                        # result "text": a regex over the text whose named
+                                        # groups are fields too (a header stripped off)
+    single_edit = true                  # edit: the tool takes one edit, its fields at the
+                                        # top level of the arguments (more: UNSUPPORTED)
 
 A contract argument the map does not name is left out when the caller leaves it at its
 default, and is an error (reported as ERROR, never silently dropped) when it does not,
@@ -47,7 +52,8 @@ from typing import Any
 
 import attrs
 
-from editspec.spec._assertions import MissingField
+from editspec.contract import CAPABILITIES, error_codes
+from editspec.contract.verdicts import MissingField
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -99,6 +105,21 @@ OPERATIONS: Mapping[str, Mapping[str, Any]] = {
         "max_entries": None,
     },
     "rewind": {"message_id": None},
+    "manifest": {"path": None},
+    "delete": {
+        "path": None,
+        "kind": None,
+        "expected_sha256": None,
+        "manifest_sha256": None,
+        "message_id": None,
+    },
+    "move": {
+        "source": None,
+        "destination": None,
+        "expected_sha256": None,
+        "manifest_sha256": None,
+        "message_id": None,
+    },
     "recover": {},
 }
 EDIT_FIELDS: Mapping[str, Any] = {
@@ -207,6 +228,8 @@ class ToolMap:
     values: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     relative_paths: tuple[str, ...] = ()
     ignore: frozenset[str] = frozenset()
+    text_pattern: re.Pattern[str] | None = None
+    single_edit: bool = False
     # The same operation under other versions of the server: each the table above with
     # some keys changed (another tool name, result kind...), tried in order when the
     # server does not list this tool.
@@ -277,7 +300,7 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
     known = {
         "name", "arguments", "edit_fields", "fixed", "result", "fields", "text_field",
         "line_pattern", "list_field", "item_group", "empty_text", "values", "relative_paths",
-        "ignore", "fallbacks",
+        "ignore", "fallbacks", "text_pattern", "single_edit",
     }  # fmt: skip
     unknown = sorted(set(data) - known)
     if unknown:
@@ -304,6 +327,14 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
             raise MapError(f"{where}: result 'lines' needs list_field")
     if result == "text" and not data.get("text_field"):
         raise MapError(f"{where}: result 'text' needs text_field")
+    text_pattern = None
+    if "text_pattern" in data:
+        if result != "text":
+            raise MapError(f"{where}: text_pattern is for result 'text'")
+        text_pattern = _regex(data["text_pattern"], f"{where} text_pattern")
+    single_edit = data.get("single_edit", False)
+    if not isinstance(single_edit, bool) or (single_edit and operation != "edit"):
+        raise MapError(f"{where}: single_edit is true or false, and for edit only")
     values = _table(data, "values", where)
     relative = data.get("relative_paths", [])
     if not isinstance(relative, list) or not all(isinstance(item, str) for item in relative):
@@ -324,6 +355,8 @@ def _tool(operation: str, data: Mapping[str, Any], source: str) -> ToolMap:
         values={key: dict(value) for key, value in values.items()},
         relative_paths=tuple(relative),
         ignore=frozenset(ignore),
+        text_pattern=text_pattern,
+        single_edit=single_edit,
         fallbacks=_fallbacks(operation, data, source, where),
     )
 
@@ -348,13 +381,14 @@ def _fallbacks(
 
 def default_map() -> ServerMap:
     """The conventions of ``editspec serve``, used when no map file is given."""
-    from editspec.spec.drivers.reference import CAPABILITIES
+    # imported when asked for: it loads the engine, which a map file needs none of
+    from editspec.contract.drivers.reference import CAPABILITIES as SERVED
 
     return ServerMap(
         name=None,
         # In-process only: python_fs, remote_acp, and grep_cancel (a deadline and a
         # threading.Event cannot cross a tool call).
-        capabilities=CAPABILITIES - {"python_fs", "remote_acp", "grep_cancel"},
+        capabilities=SERVED - {"python_fs", "remote_acp", "grep_cancel"},
         session_argument="session_id",
         protocol="auto",
         timeout=120.0,
@@ -368,8 +402,6 @@ def default_map() -> ServerMap:
 
 def load_map(path: str | Path) -> ServerMap:
     """Read and check a map file (``MapError`` says what is wrong, and where)."""
-    from editspec.spec.contract import CAPABILITIES, error_codes
-
     source = str(path)
     try:
         with open(path, "rb") as handle:
@@ -440,30 +472,3 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def relativize(path: str, root: str) -> str:
-    if path == root:
-        return "."
-    prefix = root.rstrip("/") + "/"
-    return path[len(prefix) :] if path.startswith(prefix) else path
-
-
-def read_lines(tool: ToolMap, text: str, root: str) -> dict[str, Any]:
-    """A line-oriented text result as ``{list_field: [items]}``."""
-    assert tool.line_pattern is not None and tool.list_field is not None
-    items: list[Any] = []
-    if tool.empty_text is None or text.strip() != tool.empty_text:
-        for line in text.splitlines():
-            found = tool.line_pattern.match(line)
-            if found is None:
-                continue
-            groups = {key: value for key, value in found.groupdict().items() if value is not None}
-            for group, mapping in tool.values.items():
-                if group in groups:
-                    groups[group] = mapping.get(groups[group], groups[group])
-            for group in tool.relative_paths:
-                if group in groups:
-                    groups[group] = relativize(groups[group], root)
-            items.append(groups[tool.item_group] if tool.item_group else groups)
-    return {tool.list_field: items}

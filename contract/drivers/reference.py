@@ -34,6 +34,8 @@ CAPABILITIES: frozenset[str] = frozenset(
         "journal_layout",
         "remote_acp",
         "notebook",
+        "delete",
+        "move",
     }
 )
 

@@ -3,7 +3,7 @@
 A driver is selected as ``module:factory`` (``--editspec-driver``), where ``factory`` is
 a ``DriverFactory``: ``(workspace_root, state_dir) -> Driver``. The default is the
 reference engine. ``--editspec-mcp="COMMAND"`` builds a factory from an MCP server
-command line through the adapter ``editspec.spec.drivers.mcp``;
+command line through the adapter ``editspec.contract.drivers.mcp``;
 ``--editspec-mcp-url=URL`` (with ``--editspec-mcp-root=DIR``, the root that server
 serves) one for a server already running over Streamable HTTP.
 """
@@ -18,10 +18,10 @@ from typing import Any
 
 import attrs
 
-from editspec.spec.contract import DriverFactory
+from editspec.contract import DriverFactory
 
-DEFAULT_DRIVER = "editspec.spec.drivers.reference:factory"
-MCP_ADAPTER = "editspec.spec.drivers.mcp"
+DEFAULT_DRIVER = "editspec.contract.drivers.reference:factory"
+MCP_ADAPTER = "editspec.contract.drivers.mcp"
 
 
 class DriverLoadError(Exception):

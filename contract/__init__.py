@@ -15,10 +15,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-CONTRACT_VERSION = "1.3"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
+CONTRACT_VERSION = "1.4"  # 1.1: open_remote_session (remote_acp), edit_notebook (notebook),
 # and the journal_layout capability; 1.2: grep's deadline= and cancel= (grep_cancel);
 # 1.3: Driver.seal_journal of a driver that declares journal_layout (JournalDriver), and
-# WriteResult.warnings (DESIGN §2)
+# WriteResult.warnings (DESIGN §2); 1.4: Session.delete and Session.manifest (delete),
+# Session.move (move)
 
 # -- capabilities and profiles ---------------------------------------------------
 
@@ -45,6 +46,10 @@ CAPABILITY_DESCRIPTIONS: Mapping[str, str] = {
     "Driver.seal_journal(data) recomputes a crafted journal's checksum (JournalDriver)",
     "remote_acp": "files reached only through an ACP client's read/write text methods",
     "notebook": "cell-level edits of .ipynb files",
+    "delete": "Session.delete(path, kind=, expected_sha256=, manifest_sha256=, message_id=) "
+    "and Session.manifest(path): a stated kind, a fresh read or manifest, restorable",
+    "move": "Session.move(source, destination, expected_sha256=, manifest_sha256=, "
+    "message_id=): never over an existing path; atomic, or reported atomic=False",
 }
 CAPABILITIES: frozenset[str] = frozenset(CAPABILITY_DESCRIPTIONS)
 
@@ -66,6 +71,8 @@ AREAS: tuple[str, ...] = (
     "LIMIT",
     "REMOTE",
     "NB",
+    "DEL",
+    "MOVE",
 )
 
 
@@ -129,6 +136,7 @@ def supported_profiles(capabilities: frozenset[str]) -> list[str]:
 
 def error_codes() -> frozenset[str]:
     """The closed set of ``code`` strings (the reference's table, DESIGN §2)."""
+    # imported on first use: the pytest plugin loads this module before coverage starts
     from editspec.reference import ERROR_CODES
 
     return ERROR_CODES
@@ -202,6 +210,11 @@ RESULT_FIELDS: Mapping[str, tuple[str, ...]] = {
         "diff",
         "snapshot_created",
     ),
+    "ManifestResult": ("path", "items", "manifest_sha256"),
+    "ManifestItem": ("path", "type", "size", "sha256"),
+    "DeleteResult": ("path", "kind", "items", "restore_ref"),
+    "MoveResult": ("path", "move_to", "atomic", "steps"),
+    "MoveStep": ("step", "outcome"),
 }
 
 
@@ -282,6 +295,36 @@ class Session(Protocol):
     ) -> Any: ...
 
     def rewind(self, message_id: str) -> Any: ...
+
+
+class DeletingSession(Protocol):
+    """What a session of a driver that declares ``delete`` adds (contract 1.4; DEL-*)."""
+
+    def manifest(self, path: str) -> Any: ...
+
+    def delete(
+        self,
+        path: str,
+        *,
+        kind: str,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any: ...
+
+
+class MovingSession(Protocol):
+    """What a session of a driver that declares ``move`` adds (contract 1.4; MOVE-*)."""
+
+    def move(
+        self,
+        source: str,
+        destination: str,
+        *,
+        expected_sha256: str | None = None,
+        manifest_sha256: str | None = None,
+        message_id: str | None = None,
+    ) -> Any: ...
 
 
 @runtime_checkable

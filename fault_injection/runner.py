@@ -1,0 +1,327 @@
+"""Running scenarios: a sandbox on disk, steps with faults, and restarts.
+
+* ``Sandbox``: a base directory with the workspace root (``ws``) and its state
+  directory (``state``), reset to a scenario's initial tree between runs.
+* ``Runner``: drives one ``Workspace`` through a scenario's steps. A step may carry a
+  fault; after a crash or a power cut the runner *restarts*: it opens a fresh
+  ``Workspace`` over the same directories, whose constructor runs recovery, exactly
+  as a new process would. In-memory state (read records) does not survive a restart.
+* ``InMemoryFileSystem``: the port for runs under pyfakefs.
+
+The checks of a faulted step are in ``checks``, runs of several processes in ``phases``;
+``harness`` gathers all three.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as _errno
+import importlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from editspec.fault_injection import trees
+from editspec.fault_injection.faultfs import (
+    CrashAt,
+    FailAt,
+    FaultPlan,
+    FaultyFileSystem,
+    OpEvent,
+    OpRecord,
+    SimulatedCrash,
+)
+from editspec.fault_injection.powerloss import (
+    Image,
+    PowerState,
+    TraceOp,
+    TraceRecorder,
+    journal_leftovers,
+    materialize,
+    rebuild_state,
+)
+from editspec.fault_injection.scenario import Outcome, perform
+from editspec.reference import FileSystem, Workspace
+
+FileSystemFactory = Callable[[], FileSystem]
+WorkspaceFactory = Callable[[str, str, FileSystem], Workspace]
+
+#: The engine modules that touch files: imported before an in-memory file system (pyfakefs)
+#: starts to patch, so that its patch reaches them.
+ENGINE_MODULES = (
+    "tools._read",
+    "tools._write",
+    "tools._edit",
+    "patch._patch",
+    "snapshots._rewind",
+    "transactions._transaction",
+    "transactions._recovery",
+    "transactions._journal",
+    "snapshots._snapshots",
+    "tools._atomic",
+    "paths._paths",
+    "text._text",
+    "text._diff",
+)
+
+
+def import_engine() -> None:
+    """Import every module of ``ENGINE_MODULES`` (before an in-memory file system patches)."""
+    for name in ENGINE_MODULES:
+        importlib.import_module(f"editspec.reference.{name}")
+
+
+def open_workspace(root: str, state_dir: str, fs: FileSystem) -> Workspace:
+    """A fresh reference workspace; its constructor runs recovery."""
+    return Workspace(root, state_dir, fs=fs)
+
+
+class InMemoryFileSystem(FileSystem):
+    """The port as the engine uses it under pyfakefs (which has no ``dir_fd`` support).
+
+    pyfakefs's ``os.open`` (6.x) applies its ``mode`` argument to a file that already
+    exists, so a plain read (default mode 0o777 & ~umask) would change the file's
+    permission bits; real kernels never do. The read restores them, so comparisons of
+    modes in memory mean what they mean on disk.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(secure_walk=False)
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        with _modes_kept([path]):
+            return super().read_bytes(path, offset=offset, limit=limit)
+
+    def read_bytes_unless(self, path: str, known: bytes) -> bytes:
+        with _modes_kept([path]):
+            return super().read_bytes_unless(path, known)
+
+    def read_files(
+        self, directory: str, names: Iterable[str], *, limit: int | None = None
+    ) -> Iterator[tuple[str, bytes | OSError]]:
+        wanted = list(names)
+        with _modes_kept([os.path.join(directory, name) for name in wanted]):
+            results = list(super().read_files(directory, wanted, limit=limit))
+        return iter(results)
+
+
+@contextlib.contextmanager
+def _modes_kept(paths: Sequence[str]) -> Iterator[None]:
+    modes = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            modes[path] = os.lstat(path).st_mode
+    try:
+        yield
+    finally:
+        for path, mode in modes.items():
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_mode != mode:
+                    os.chmod(path, stat.S_IMODE(mode))
+
+
+def _require_disposable(path: str) -> None:
+    temp = os.path.realpath(tempfile.gettempdir())
+    real = os.path.realpath(path)
+    if os.path.commonpath([temp, real]) != temp or real == temp:
+        raise ValueError(f"refusing to wipe {path}: sandboxes live under {temp}")
+
+
+class Sandbox:
+    """A workspace root and its state directory under one disposable base directory."""
+
+    def __init__(
+        self,
+        base: str | os.PathLike[str],
+        *,
+        inner: FileSystemFactory = FileSystem,
+        workspace: WorkspaceFactory = open_workspace,
+    ) -> None:
+        os.makedirs(base, exist_ok=True)
+        self.base = os.path.realpath(os.fspath(base))
+        self.root = os.path.join(self.base, "ws")
+        self.state_dir = os.path.join(self.base, "state")
+        self.inner = inner
+        self.open_workspace = workspace
+
+    def reset(self, initial: Mapping[str, trees.Entry]) -> None:
+        for directory in (self.root, self.state_dir):
+            _require_disposable(directory)
+            if os.path.lexists(directory):
+                shutil.rmtree(directory)
+            os.makedirs(directory)
+        trees.write(self.root, initial)
+
+    def tree(self) -> trees.Tree:
+        return trees.capture(self.root)
+
+    def journals(self) -> list[str]:
+        return journal_leftovers(self.state_dir)
+
+
+@attrs.frozen
+class StepReport:
+    """What happened to one step: its outcome (None if it crashed) and the fault's effect."""
+
+    outcome: Outcome | None
+    crashed: bool = False
+    recovery_crashed: bool = False
+    power_state: PowerState | None = None
+    restart_error: str | None = None
+
+
+class Runner:
+    """Drive one workspace through steps, injecting each step's fault."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        count: str = "mutating",
+        watch: Callable[[OpEvent], None] | None = None,
+        on_restart: Callable[[str], None] | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.count = count
+        self.watch = watch
+        self.on_restart = on_restart
+        self.fs: FaultyFileSystem | None = None
+        self.workspace: Workspace | None = None
+        self.last_trace: tuple[TraceOp, ...] = ()  # of the last power-loss step
+        self.last_log: tuple[OpRecord, ...] = ()  # its counted calls, refused ones included
+
+    def _faulty(self, plan: FaultPlan | None = None) -> FaultyFileSystem:
+        fs = FaultyFileSystem(self.sandbox.inner(), plan, count=self.count)  # type: ignore[arg-type]
+        if self.watch is not None:
+            fs.observers.append(self.watch)
+        return fs
+
+    def start(self, initial: Mapping[str, trees.Entry]) -> None:
+        self.sandbox.reset(initial)
+        self.restart("start")
+
+    def restart(self, why: str, plan: FaultPlan | None = None) -> None:
+        """Open a fresh workspace (recovery runs in its constructor), as a new process."""
+        if self.on_restart is not None:
+            self.on_restart(why)
+        self.workspace = None
+        self.fs = self._faulty(plan)
+        self.workspace = self.sandbox.open_workspace(
+            self.sandbox.root, self.sandbox.state_dir, self.fs
+        )
+
+    def run(self, step: Mapping[str, Any]) -> StepReport:
+        assert self.fs is not None and self.workspace is not None
+        fault = step.get("fault")
+        if fault is None:
+            return StepReport(perform(self.workspace, step, self.sandbox.root))
+        kind = fault["kind"]
+        if kind == "fail":
+            number = getattr(_errno, fault["errno"])
+            self.fs.arm(FailAt(int(fault["at"]), number))
+            outcome = perform(self.workspace, step, self.sandbox.root)
+            self.fs.arm(None)
+            return StepReport(outcome)
+        if kind == "power_loss":
+            recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+            recorder.start(self.fs)
+            # Optionally an I/O error first ("fail_at", "errno"): the failed call is not
+            # in the trace, so the power cut sees whatever it did not make durable.
+            if "fail_at" in fault:
+                self.fs.arm(FailAt(int(fault["fail_at"]), getattr(_errno, fault["errno"])))
+            else:
+                self.fs.arm(None)
+            outcome = perform(self.workspace, step, self.sandbox.root)
+            self.last_log = tuple(self.fs.log)
+            self.fs.arm(None)
+            recorder.stop()
+            self.last_trace = tuple(recorder.ops)
+            cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}
+            state = rebuild_state(
+                recorder.image, recorder.ops, int(fault["point"]), fault.get("lost", ()), cut
+            )
+            materialize(state, recorder.roots)
+            return attrs.evolve(
+                self._restart_checked("power loss"), outcome=outcome, power_state=state
+            )
+        if kind not in ("crash", "recovery_crash"):
+            raise ValueError(f"unknown fault kind {kind!r}")
+        self.fs.arm(CrashAt(int(fault["at"])))
+        crash_outcome: Outcome | None = None
+        with contextlib.suppress(SimulatedCrash):
+            crash_outcome = perform(self.workspace, step, self.sandbox.root)
+        recovery_crashed = False
+        if crash_outcome is None and kind == "recovery_crash":
+            try:
+                self.restart("crash", CrashAt(int(fault["recovery_at"])))
+            except SimulatedCrash:
+                recovery_crashed = True
+        if crash_outcome is not None:
+            self.fs.arm(None)  # the plan's point was never reached
+            return StepReport(crash_outcome)
+        report = self._restart_checked("crash during recovery" if recovery_crashed else "crash")
+        return attrs.evolve(report, crashed=True, recovery_crashed=recovery_crashed)
+
+    def _restart_checked(self, why: str) -> StepReport:
+        try:
+            self.restart(why)
+        except Exception as exc:  # recovery that raises is a finding, reported by the caller
+            self.workspace = None
+            return StepReport(None, restart_error=f"{type(exc).__name__}: {exc}")
+        return StepReport(None)
+
+    def clean(self, step: Mapping[str, Any]) -> tuple[Outcome, int]:
+        """Run ``step`` without a fault; its outcome and how many operations it counted."""
+        assert self.fs is not None and self.workspace is not None
+        self.fs.arm(None)
+        return perform(self.workspace, step, self.sandbox.root), self.fs.count
+
+    def cut_power(self, state: PowerState) -> StepReport:
+        """The power goes: ``state`` is what the disk kept; a fresh workspace recovers."""
+        materialize(state, [self.sandbox.root, self.sandbox.state_dir])
+        return self._restart_checked("power loss")
+
+    def record(self, step: Mapping[str, Any]) -> Recorded:
+        """Run ``step`` without a fault, recording its trace for the power-loss model."""
+        assert self.fs is not None and self.workspace is not None
+        recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+        recorder.start(self.fs)
+        self.fs.arm(None)
+        try:
+            outcome = perform(self.workspace, step, self.sandbox.root)
+        finally:
+            recorder.stop()
+        return Recorded(outcome, self.fs.count, recorder.image, tuple(recorder.ops))
+
+    def recovery_count(self, step: Mapping[str, Any], at: int) -> int:
+        """Crash ``step`` at counted operation ``at``; the counted operations of the recovery."""
+        assert self.fs is not None
+        self.fs.arm(CrashAt(at))
+        with contextlib.suppress(SimulatedCrash):
+            perform(self.workspace, step, self.sandbox.root)
+        self.restart("crash")
+        assert self.fs is not None
+        return self.fs.count
+
+    def close(self) -> None:
+        """Nothing to release: a workspace holds no descriptor between calls."""
+
+    @property
+    def checks_journals(self) -> bool:
+        """Whether a journal left under ``<state_dir>/journal`` is a problem: always here."""
+        return True
+
+
+@attrs.frozen
+class Recorded:
+    """A clean run of one step: its outcome, counted operations and power-loss trace."""
+
+    outcome: Outcome
+    count: int
+    image: Image
+    trace: tuple[TraceOp, ...]

@@ -1,0 +1,105 @@
+"""Likely-meant paths for a NOT_FOUND (file-io-design §5; Claude Code's Edit does this).
+
+A model that names ``src/utils/helper.py`` when the file is ``src/util/helpers.py``
+gets, with its NOT_FOUND, up to three existing files it probably meant: the same name
+elsewhere in the workspace first, then close spellings of the whole path. Only the
+workspace is looked at (a bounded walk under the root that follows no symlink and skips
+``.git``, the state directory and dependency directories), so a hint never reveals a
+path outside it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import posixpath
+import stat
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from editspec.reference import _errors
+from editspec.reference._errors import ToolError
+
+if TYPE_CHECKING:
+    from editspec.reference._context import SessionContext, WorkspaceContext
+
+MAX_SUGGESTIONS = 3
+MAX_WALK_ENTRIES = 20_000  # a hint is cheap or absent, never a full crawl of a monorepo
+SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".tox"})
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def likely_paths(workspace: WorkspaceContext, requested: str) -> list[str]:
+    """Up to three existing files, root-relative, that ``requested`` probably meant."""
+    wanted = posixpath.normpath(requested.replace(os.sep, "/")).lstrip("/")
+    if os.path.isabs(requested):
+        root = workspace.root.replace(os.sep, "/")
+        absolute = posixpath.normpath(requested.replace(os.sep, "/"))
+        if not absolute.startswith(root + "/"):
+            return []
+        wanted = absolute[len(root) + 1 :]
+    if not wanted or wanted.startswith(".."):
+        return []
+    files = _files(workspace)
+    name = posixpath.basename(wanted)
+    same_name = sorted(
+        (path for path in files if posixpath.basename(path) == name),
+        key=lambda path: -difflib.SequenceMatcher(None, wanted, path).ratio(),
+    )
+    close = difflib.get_close_matches(wanted, files, n=MAX_SUGGESTIONS, cutoff=0.75)
+    found: list[str] = []
+    for path in (*same_name, *close):
+        if path != wanted and path not in found:
+            found.append(path)
+    return found[:MAX_SUGGESTIONS]
+
+
+def _files(workspace: WorkspaceContext) -> list[str]:
+    fs, root, state = workspace.fs, workspace.root, workspace.state_dir
+    files: list[str] = []
+    pending = [""]
+    seen = 0
+    while pending and seen < MAX_WALK_ENTRIES:
+        relative = pending.pop()
+        directory = os.path.join(root, relative) if relative else root
+        try:
+            names = sorted(fs.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            seen += 1
+            path = f"{relative}/{name}" if relative else name
+            real = os.path.join(directory, name)
+            try:
+                mode = fs.lstat(real).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if name not in SKIPPED_DIRS and real != state:
+                    pending.append(path)
+            elif stat.S_ISREG(mode):
+                files.append(path)
+    return files
+
+
+def hint_not_found(method: _F) -> _F:
+    """A Session method whose NOT_FOUND for a path carries ``details["did_you_mean"]``."""
+
+    @functools.wraps(method)
+    def call(self: SessionContext, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except ToolError as exc:
+            path = exc.details.get("path")
+            if exc.code == _errors.NOT_FOUND and isinstance(path, str) and path:
+                try:
+                    suggestions = likely_paths(self.workspace, path)
+                except Exception:  # a hint must never hide the error it decorates
+                    suggestions = []
+                if suggestions:
+                    exc.details["did_you_mean"] = suggestions
+            raise
+
+    return call  # type: ignore[return-value]

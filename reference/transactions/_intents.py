@@ -1,0 +1,181 @@
+"""Intents: the durable record of a Delete or Move whose commit point is one rename.
+
+Rules
+-----
+* A tree Delete and a Move publish with a single ``rename`` (into the quarantine, or to
+  the new path): that rename is the commit point, so the disk is all-before or
+  all-after through a crash with no journal of files. What a crash can still lose is
+  the bookkeeping around it: the snapshot that makes the change rewindable is
+  recorded *pending* before the rename and confirmed after it. Every state change of
+  that bookkeeping happens in this file.
+* Before the rename an intent is written (temp, fsync, rename, fsync the directory):
+  ``{"id", "op", "source", "dest"}``, paths relative to the root (``dest`` of a delete
+  is ``QUARANTINE``: the intent's own directory beside it). It is removed once the
+  snapshot is confirmed or discarded.
+
+Theory of operation (``settle``, called by ``recover`` under the exclusive guard)
+-------------------------------------------------------------------------------
+For each intent: if the rename happened (``source`` is gone and ``dest`` exists), the
+pending snapshot is confirmed; otherwise it is discarded. Then the intent is removed.
+Both are idempotent, so a crash during recovery is repaired by the next one.
+
+Layout: ``<state_dir>/quarantine/<root_hash>/`` holds the intents
+(``<id>.intent.json``) and the quarantined trees (``<id>/``); ids are ``q`` (delete)
+or ``m`` (move) followed by 32 hex digits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from typing import TYPE_CHECKING
+
+from editspec.reference._fs import makedirs
+
+if TYPE_CHECKING:
+    from editspec.reference._context import WorkspaceContext
+
+INTENT_ID = re.compile(r"[qm][0-9a-f]{32}")
+_INTENT_NAME = re.compile(r"([qm][0-9a-f]{32})\.intent\.json")
+_TEMP_NAME = re.compile(r"\.[qm][0-9a-f]{32}\.intent\.tmp")
+QUARANTINE = "<quarantine>"
+
+
+def new_id(op: str) -> str:
+    """A fresh intent id: ``q…`` for a delete, ``m…`` for a move."""
+    return ("q" if op == "delete" else "m") + secrets.token_hex(16)
+
+
+def quarantine_dir(workspace: WorkspaceContext) -> str:
+    """Where intents and quarantined trees of this workspace live (absolute)."""
+    return os.path.join(workspace.state_dir, "quarantine", workspace.root_hash)
+
+
+def write(
+    workspace: WorkspaceContext,
+    intent_id: str,
+    op: str,
+    source: str,
+    dest: str,
+    *,
+    dirs_created: tuple[str, ...] = (),
+) -> None:
+    """Durably record an intent before its rename (temp, fsync, rename, fsync dir).
+
+    ``dirs_created``: the destination's parent directories the operation is about to
+    create (root-relative, top first), removed again by recovery if the rename never
+    happened."""
+    fs = workspace.fs
+    directory = quarantine_dir(workspace)
+    ensure_dir(workspace, directory)
+    body = json.dumps(
+        {"id": intent_id, "op": op, "source": source, "dest": dest, "dirs": list(dirs_created)},
+        sort_keys=True,
+    ).encode("utf-8", "surrogateescape")
+    temp = os.path.join(directory, f".{intent_id}.intent.tmp")
+    fd = fs.create_exclusive(temp, 0o600)
+    try:
+        fs.write(fd, body)
+        fs.fsync(fd)
+    finally:
+        fs.close(fd)
+    fs.rename(temp, os.path.join(directory, f"{intent_id}.intent.json"))
+    fs.fsync_dir(directory)
+
+
+def confirm(workspace: WorkspaceContext, intent_id: str, *, snapshot: bool) -> tuple[str, ...]:
+    """After the rename: confirm the snapshot, then forget the intent.
+
+    The change stands whatever happens here, so a failure is a warning, never an error:
+    the intent stays and the next recovery confirms the snapshot (DEL-*, MOVE-*)."""
+    if snapshot:
+        try:
+            workspace.snapshots.confirm_transaction(intent_id)
+        except Exception as exc:
+            return (f"the change is made; its snapshot is confirmed by the next recovery ({exc})",)
+    remove(workspace, intent_id)
+    return ()
+
+
+def ensure_dir(workspace: WorkspaceContext, directory: str) -> None:
+    """``makedirs``, each new directory made durable in its parent (a power cut must not
+    lose the directory an intent or a quarantined tree lives in)."""
+    for created in makedirs(workspace.fs, directory):
+        workspace.fs.fsync_dir(os.path.dirname(created))
+
+
+def remove(workspace: WorkspaceContext, intent_id: str) -> None:
+    """Forget a settled intent (a failure is left to the next recovery)."""
+    directory = quarantine_dir(workspace)
+    try:
+        workspace.fs.unlink(os.path.join(directory, f"{intent_id}.intent.json"))
+        workspace.fs.fsync_dir(directory)
+    except OSError:
+        pass
+
+
+def settle(workspace: WorkspaceContext) -> list[str]:
+    """Confirm or discard the snapshot of every intent left by a crash; return their ids."""
+    fs = workspace.fs
+    directory = quarantine_dir(workspace)
+    try:
+        names = sorted(fs.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    settled: list[str] = []
+    for name in names:
+        if _TEMP_NAME.fullmatch(name):
+            fs.unlink(os.path.join(directory, name))  # torn before its rename: never used
+            continue
+        match = _INTENT_NAME.fullmatch(name)
+        if match is None:
+            continue
+        intent_id = match.group(1)
+        try:
+            body = json.loads(fs.read_bytes(os.path.join(directory, name)))
+            source, dest = str(body["source"]), str(body["dest"])
+            created = [str(name) for name in body.get("dirs", [])]
+        except (OSError, ValueError, KeyError, TypeError):
+            remove(workspace, intent_id)  # unreadable: its snapshot stays pending, unused
+            continue
+        store = workspace.snapshots
+        if _renamed(workspace, intent_id, source, dest):
+            store.confirm_transaction(intent_id)
+        else:
+            store.discard_transaction(intent_id)
+            _remove_created(workspace, created)
+        remove(workspace, intent_id)
+        settled.append(intent_id)
+    return settled
+
+
+def _remove_created(workspace: WorkspaceContext, created: list[str]) -> None:
+    """The directories an interrupted move made for its destination, deepest first."""
+    root = workspace.root
+    for relative in reversed(created):
+        path = os.path.normpath(os.path.join(root, relative))
+        if os.path.isabs(relative) or not path.startswith(root + os.sep):
+            continue
+        try:
+            workspace.fs.rmdir(path)  # only an empty one: anything put there since stays
+        except OSError:
+            continue
+        workspace.fs.fsync_dir(os.path.dirname(path))
+
+
+def _renamed(workspace: WorkspaceContext, intent_id: str, source: str, dest: str) -> bool:
+    root, fs = workspace.root, workspace.fs
+    if os.path.isabs(source) or os.path.isabs(dest):
+        return False  # an intent names paths relative to the root only
+    source_path = os.path.normpath(os.path.join(root, source))
+    if dest == QUARANTINE:
+        dest_path = os.path.join(quarantine_dir(workspace), intent_id)
+    else:
+        dest_path = os.path.normpath(os.path.join(root, dest))
+        if not dest_path.startswith(root + os.sep):
+            return False
+    if not source_path.startswith(root + os.sep):
+        return False
+    return not fs.lexists(source_path) and fs.lexists(dest_path)

@@ -1,0 +1,85 @@
+"""NOT_FOUND carries up to three likely-meant existing paths, never one outside the root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from editspec.reference import EditSpec, ToolError, Workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    root = tmp_path / "root"
+    for path in ("src/util/helpers.py", "tests/helpers.py", "docs/helpers.py", "README.md"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("x\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.py").write_text("s\n")
+    return Workspace(root, tmp_path / "state")
+
+
+def _hints(call: object) -> list[str]:
+    with pytest.raises(ToolError) as caught:
+        call()  # type: ignore[operator]
+    assert caught.value.code == "NOT_FOUND"
+    return list(caught.value.details.get("did_you_mean", []))
+
+
+def test_same_name_elsewhere_and_close_spelling(ws: Workspace) -> None:
+    session = ws.session("s")
+    hints = _hints(lambda: session.read("src/utils/helpers.py"))
+    assert hints[0] == "src/util/helpers.py"
+    assert set(hints) <= {"src/util/helpers.py", "tests/helpers.py", "docs/helpers.py"}
+    assert len(hints) <= 3
+    assert _hints(lambda: session.read("REDME.md")) == ["README.md"]
+
+
+def test_every_path_tool_hints(ws: Workspace) -> None:
+    session = ws.session("s")
+    missing = "src/util/helper.py"
+    for call in (
+        lambda: session.edit(missing, [EditSpec("x", "y")]),
+        lambda: session.delete(missing, kind="file"),
+        lambda: session.move(missing, "elsewhere.py"),
+        lambda: session.apply_patch(
+            f"*** Begin Patch\n*** Update File: {missing}\n@@\n-x\n+y\n*** End Patch\n"
+        ),
+    ):
+        assert "src/util/helpers.py" in _hints(call)
+
+
+def test_no_hint_reveals_the_outside(ws: Workspace, tmp_path: Path) -> None:
+    session = ws.session("s")
+    with pytest.raises(ToolError) as caught:
+        session.read("../outside/secrets.py")
+    assert "did_you_mean" not in caught.value.details
+    assert "secret" not in repr(_hints(lambda: session.read("secret.py")))
+
+
+def test_nothing_alike_gives_no_hint(ws: Workspace) -> None:
+    assert _hints(lambda: ws.session("s").read("zzzz/qqqq.bin")) == []
+
+
+def test_replace_reports_backup_ref_and_patch_reports_hunk_matches(ws: Workspace) -> None:
+    """Evidence for every change: a restorable backup_ref, and per hunk where and how."""
+    session = ws.session("s")
+    session.read("README.md")
+    replaced = session.write("README.md", "y\n", message_id="m1")
+    assert replaced.backup_ref == "m1"
+    assert session.write("fresh.txt", "new\n", message_id="m2").backup_ref is None
+    session.read("tests/helpers.py")
+    assert session.write("tests/helpers.py", "z\n").backup_ref is None  # nothing was kept
+    root = Path(ws.root)
+    (root / "code.py").write_text("a = 1\nb = 2   \nc = 3\nd = 4\n")
+    session.read("code.py")
+    patch = (
+        "*** Begin Patch\n*** Update File: code.py\n@@\n a = 1\n-b = 2\n+b = 20\n"
+        "@@\n c = 3\n-d = 4\n+d = 40\n*** End Patch\n"
+    )
+    result = session.apply_patch(patch)
+    hunks = [(h.hunk, h.line, h.matched_by) for h in result.changes[0].hunks]
+    assert hunks == [(1, 1, "trailing_whitespace"), (2, 3, "exact")]
+    session.rewind("m1")
+    assert (root / "README.md").read_text() == "x\n"
