@@ -22,27 +22,26 @@ from editspec.contract import (
     Profile,
     Session,
 )
-from editspec.spec._assertions import (
-    Inconclusive,
-    MissingField,
-    UncodedError,
-    Unsafe,
-    WrongBehaviour,
-    WrongCode,
-    assert_fields,
-    inconclusive,
-    raises_any_code,
-    raises_code,
-    run_concurrently,
-    within,
-)
 from editspec.spec._calls import setup
 from editspec.spec._clauses import MAY, MUST, SHOULD, Clause, ClauseDefinitionError, clause
 
 # Imported on first use, not to dodge a cycle (fault_injection imports nothing of spec):
 # they pull in fault_injection and the engine, which the pytest plugin (loaded by every
-# pytest run, before coverage starts) must not import.
+# pytest run, before coverage starts) must not import; and the assertions pull in pytest,
+# which `editspec serve` (started hundreds of times by the kill clauses) does not need.
 _LAZY = {
+    "Inconclusive": "editspec.spec._assertions",
+    "MissingField": "editspec.spec._assertions",
+    "UncodedError": "editspec.spec._assertions",
+    "Unsafe": "editspec.spec._assertions",
+    "WrongBehaviour": "editspec.spec._assertions",
+    "WrongCode": "editspec.spec._assertions",
+    "assert_fields": "editspec.spec._assertions",
+    "inconclusive": "editspec.spec._assertions",
+    "raises_any_code": "editspec.spec._assertions",
+    "raises_code": "editspec.spec._assertions",
+    "run_concurrently": "editspec.spec._assertions",
+    "within": "editspec.spec._assertions",
     "prepare_change": "editspec.spec.fixtures",
     "crash_at": "editspec.spec.crash",
     "fail_at": "editspec.spec.crash",

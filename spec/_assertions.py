@@ -24,7 +24,6 @@ Outcome rules (DESIGN §7; the report depends on them):
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -47,6 +46,7 @@ from editspec.contract.verdicts import (
     WrongBehaviour,
     WrongCode,
 )
+from editspec.spec._calls import EXPECTING
 
 T = TypeVar("T")
 
@@ -94,12 +94,6 @@ def mark_from_implementation(exc: BaseException) -> None:
         return
     with contextlib.suppress(AttributeError, TypeError):  # a type without a __dict__
         setattr(exc, FROM_IMPLEMENTATION, True)
-
-
-# What ``raises_code`` is expecting right now (the call log of the self-check reads it).
-EXPECTING: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
-    "editspec_expecting", default=None
-)
 
 
 @contextmanager

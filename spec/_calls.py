@@ -26,7 +26,11 @@ from typing import Any
 import attrs
 
 from editspec.contract import is_error_code
-from editspec.spec._assertions import EXPECTING
+
+# What ``raises_code`` is expecting right now (the call log of the self-check reads it).
+EXPECTING: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
+    "editspec_expecting", default=None
+)
 
 _SETUP: contextvars.ContextVar[bool] = contextvars.ContextVar("editspec_setup", default=False)
 

@@ -283,6 +283,11 @@ def test_delete_is_confined(session, disk):
     disk.write("control.txt", "control\n")
     session.delete("control.txt", kind="file", expected_sha256=sha256("control\n"))
     assert not disk.exists("control.txt"), "control: an inside file was not deleted"
+    disk.write("absolute.txt", "control\n")  # the same through an absolute path inside
+    session.delete(
+        str(disk.root / "absolute.txt"), kind="file", expected_sha256=sha256("control\n")
+    )
+    assert not disk.exists("absolute.txt"), "control: an inside file named absolutely stayed"
     victim = disk.outside / "victim.txt"
     victim.write_text("outside\n")
     with raises_code("OUTSIDE_WORKSPACE"):
