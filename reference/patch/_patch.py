@@ -65,7 +65,6 @@ from editspec.reference.transactions._plan import PlannedChange
 
 if TYPE_CHECKING:
     from editspec.reference.paths._paths import WorkspacePath
-    from editspec.reference.transactions._plan import PlannedChange
 
 
 @attrs.frozen(kw_only=True)

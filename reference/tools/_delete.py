@@ -44,6 +44,8 @@ from editspec.reference.text._text import sha256_hex
 from editspec.reference.tools._manifest import Tree, scan_tree
 from editspec.reference.tools._write import check_expected_sha256, check_message_id
 from editspec.reference.transactions import _intents
+from editspec.reference.transactions._plan import PlannedChange
+from editspec.reference.transactions._transaction import commit
 
 if TYPE_CHECKING:
     from editspec.reference._context import SessionContext, WorkspaceContext
@@ -238,9 +240,6 @@ def tree_entries(root_relative: str, tree: Tree, *, moved_to: str | None) -> lis
 def _delete_file(
     session: SessionContext, target: WorkspacePath, expected: str | None, message_id: str | None
 ) -> DeleteResult:
-    from editspec.reference.transactions._plan import PlannedChange
-    from editspec.reference.transactions._transaction import commit
-
     workspace = session.workspace
     shown = target.logical_relative
     data, mode = read_file(workspace, target)
@@ -388,9 +387,6 @@ def _delete_tree_journaled(
     session: SessionContext, target: WorkspacePath, tree: Tree, restore_ref: str
 ) -> DeleteResult:
     """EXDEV fallback: every file in one transaction, then the emptied directories."""
-    from editspec.reference.transactions._plan import PlannedChange
-    from editspec.reference.transactions._transaction import commit
-
     workspace = session.workspace
     shown = target.logical_relative
     files = sorted(tree.contents)

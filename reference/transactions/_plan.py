@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -22,54 +22,12 @@ from editspec.reference._fs import FileSystem
 from editspec.reference.paths._paths import WorkspacePath
 from editspec.reference.transactions import _journal
 from editspec.reference.transactions._journal import (
-    COMMITTED,
-    PREPARING,
     JournalEntry,
-    JournalRecord,
 )
 from editspec.reference.transactions._rollback import (
     relative_to,
     sha256_hex,
 )
-
-# -- the state machine, as data ------------------------------------------------------
-
-PREPARE = "prepare"  # step 1: the journal appears as ``preparing``
-COMMIT = "commit"  # step 5: ``preparing`` -> ``committed``, the commit point
-ROLL_BACK = "roll_back"  # in-process abort, or recovery of a ``preparing`` journal
-FINISH = "finish"  # step 6, or recovery of a ``committed`` journal
-
-#: (journal state, event) -> journal state afterwards; ``None`` is "no journal on disk".
-TRANSITIONS: Mapping[tuple[str | None, str], str | None] = {
-    (None, PREPARE): PREPARING,
-    (PREPARING, COMMIT): COMMITTED,
-    (PREPARING, ROLL_BACK): None,
-    (COMMITTED, FINISH): None,
-}
-#: What recovery does with a journal it finds, by its state.
-RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH}
-
-
-def next_state(state: str | None, event: str) -> str | None:
-    """The journal state after ``event``; an event the state does not allow is a bug."""
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        raise RuntimeError(
-            f"transaction event {event!r} is not allowed in state {state!r}"
-        ) from None
-
-
-def _state_after(state: str | None, event: str) -> str:
-    after = next_state(state, event)
-    if after is None:
-        raise RuntimeError(f"transaction event {event!r} removes the journal")
-    return after
-
-
-def _advance(record: JournalRecord, event: str) -> JournalRecord:
-    return attrs.evolve(record, state=_state_after(record.state, event))
-
 
 OPS: frozenset[str] = frozenset({"add", "update", "delete", "move"})
 
