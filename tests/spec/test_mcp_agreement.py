@@ -8,7 +8,13 @@ run must have the same outcome; a clause that needs a capability only one side d
 difference is a bug of the server, of the adapter or of the map: either one loses or
 invents behaviour on the way.
 
-Both transports: the stdio run starts ``editspec serve`` per clause; then one
+Both transports: the stdio run starts an ``editspec serve`` per clause. The clauses that
+trace the server for power loss get a cold ``editspec serve``, the very process its client
+started; every other clause gets one forked from a parent that has already imported the
+SDK (``warm_serve``: the same code on the same wire, without 1.5 s of imports per clause).
+The clauses that kill the server (``process``) are UNSUPPORTED in-process, so there is
+nothing to agree on: ``tests/mutants/test_zoo.py`` runs them against ``editspec serve``.
+Then one
 ``editspec serve --http`` server is started and ``editspec check --mcp-url`` runs a
 third of the clauses through it (every third clause of each area, so every area and
 every tool is covered at a fraction of the cost: the clauses share that server's root
@@ -28,12 +34,17 @@ import pytest
 import editspec.spec
 from editspec.spec import audit, catalog
 from tests.spec.http_server import start
+from tests.spec.warm_serve import Zygote
 
 pytestmark = pytest.mark.slow
 
 MAP = Path(editspec.spec.__file__).resolve().parent / "mcp_maps" / "editspec.toml"
 SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
 WORKERS = "2"
+# Clauses that trace the server's system calls for power loss decide at run time (from the
+# ``process`` capability) that they need the real process; one missing here shows up as a
+# disagreement with the in-process run, never as a silent agreement.
+POWER = ("TXN-011", "WRITE-027")
 
 
 def _check(report: Path, *extra: str, workers: str | None = WORKERS) -> dict[str, Any]:
@@ -126,8 +137,36 @@ def test_mcp_agrees_with_in_process(tmp_path: Path) -> None:
     requires = {item.id: item.requires for item in catalog.load()}
     problems = audit.run(logs, in_process, requires)
     assert not problems, "editspec audit:\n  " + "\n  ".join(map(str, problems))
-    over_mcp = _check(tmp_path / "mcp.json", "--mcp", SERVE, "--mcp-map", str(MAP))
+    # The clauses that kill the server process run against ``editspec serve`` in
+    # tests/mutants/test_zoo.py (each must PASS there, and FAIL for its served mutant);
+    # in-process they are UNSUPPORTED, so here they would only be run a second time.
+    process_only = sorted(cid for cid, needs in requires.items() if "process" in needs)
+    in_process_outcomes = {item["id"]: item["outcome"] for item in in_process["clauses"]}
+    assert {in_process_outcomes[cid] for cid in process_only} == {"UNSUPPORTED"}
+    in_process = {
+        **in_process,
+        "clauses": [item for item in in_process["clauses"] if item["id"] not in process_only],
+    }
+    zygote = Zygote.start(tmp_path)
+    try:
+        skipped = " or ".join([*process_only, *POWER])
+        warm = _check(
+            tmp_path / "mcp-warm.json",
+            *("--mcp", zygote.command, "--mcp-map", str(MAP), "-k", f"not ({skipped})"),
+        )
+    finally:
+        forked = zygote.stop()
+    ran = [item for item in warm["clauses"] if item["outcome"] not in ("UNSUPPORTED", "WITHDRAWN")]
+    assert forked >= len(ran), f"{forked} servers forked for {len(ran)} clauses that ran"
+    over_mcp = _check(
+        tmp_path / "mcp-cold.json",
+        *("--mcp", SERVE, "--mcp-map", str(MAP), "-k", " or ".join(POWER)),
+    )
+    assert sorted(item["id"] for item in over_mcp["clauses"]) == sorted(POWER)
     assert "process" in over_mcp["implementation"]["capabilities"]
+    for key in ("name", "capabilities"):
+        assert warm["implementation"][key] == over_mcp["implementation"][key], key
+    over_mcp = {**over_mcp, "clauses": warm["clauses"] + over_mcp["clauses"]}
     _agree(in_process, over_mcp, "MCP (stdio)")
 
     # The same clauses through one running server over Streamable HTTP.
