@@ -71,6 +71,8 @@ SERVED: dict[str, str] = {
     "RECOV-040": "a server killed mid-patch, then started again",
     "LIMIT-032": "a server sent request lines it cannot parse",
 }
+# What the served mutant's failure must say (the clause fails it for this reason, not any).
+SERVED_SIGN: dict[str, str] = {"WRITE-026": "torn", "EDIT-050": "torn", "WRITE-040": "torn"}
 # A served clause whose defect ``SERVED_MUTANT`` does not have is served by its own mutant
 # (which names the clause in its ``clauses``; the in-process pairs skip served clauses).
 SERVED_BY: dict[str, str] = {
@@ -256,16 +258,19 @@ def _served_command(name: str | None) -> str:
     return f"{python} {HERE / 'zoo.py'} serve {name} {{root}} --state-dir {{state_dir}}"
 
 
-def _mcp_check(clauses: Sequence[str], name: str | None, report: Path) -> dict[str, str]:
+def _mcp_check(clauses: Sequence[str], name: str | None, report: Path) -> dict[str, dict[str, str]]:
     map_file = HERE.parents[1] / "spec" / "mcp_maps" / "editspec.toml"
     command = [sys.executable, "-m", "editspec.spec.cli", "check", "-k", " or ".join(clauses)]
     command += ["--mcp", _served_command(name), "--mcp-map", str(map_file)]
     command += ["--report", str(report)]
     subprocess.run(command, capture_output=True, text=True, timeout=1500)
     if not report.exists():
-        return dict.fromkeys(clauses, "NO-REPORT")
+        return {cid: {"outcome": "NO-REPORT", "message": ""} for cid in clauses}
     data = json.loads(report.read_text(encoding="utf-8"))
-    return {item["id"]: item["outcome"] for item in data["clauses"]}
+    return {
+        item["id"]: {"outcome": item["outcome"], "message": item.get("message", "")}
+        for item in data["clauses"]
+    }
 
 
 def run_served(clauses: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -286,18 +291,20 @@ def run_served(clauses: Sequence[str] | None = None) -> list[dict[str, Any]]:
             for name in (None, *names)
         }
         outcomes = {name: run.result() for name, run in runs.items()}
-    reference = outcomes[None]
+    missing = {"outcome": "NOT-RUN", "message": ""}
     rows = []
     for cid in clauses:
-        outcome = outcomes[served_mutant(cid)].get(cid, "NOT-RUN")
+        record = outcomes[served_mutant(cid)].get(cid, missing)
+        reference = outcomes[None].get(cid, missing)
         rows.append(
             {
                 "clause": cid,
                 "mutant": served_mutant(cid),
-                "outcome": outcome,
-                "reference": reference.get(cid, "NOT-RUN"),
-                "caught": is_catch(outcome, reference.get(cid)),
-                "message": "over MCP (zoo.py serve)",
+                "outcome": record["outcome"],
+                "reference": reference["outcome"],
+                "caught": is_catch(record["outcome"], reference["outcome"]),
+                "message": f"over MCP (zoo.py serve): {record['message'][:300]}",
+                "reference_message": reference["message"][:300],
             }
         )
     return rows

@@ -8,12 +8,15 @@ implementations and must FAIL there, while the reference passes it:
   a refusal for the wrong reason cannot pass them;
 * a driver that reports a cut at the boundary (truncated when the number of matches
   equals the limit): the boundary checks of GLOB-018, GREP-007 and LIST-007;
-* servers (``editspec serve`` with one engine function replaced, started through the MCP
-  adapter and killed by strace): one that creates files in place, one that replaces files
-  in place, one that publishes patches and rewinds file by file in place, one that
-  recovers only when asked (not on start), and one that publishes nothing at all, for
-  which no kill can land inside the operation and the kill clauses are INCONCLUSIVE,
-  never FAIL and never PASS.
+* a server (``editspec serve`` with its publishing replaced, started through the MCP
+  adapter and killed by strace) that publishes nothing at all, for which no kill can land
+  inside the operation: the kill clauses are INCONCLUSIVE, never FAIL and never PASS.
+
+The kill clauses' broken servers (one that creates files in place, one that replaces them
+in place, one that publishes patches and rewinds file by file in place, one that recovers
+only when asked) are the zoo's served mutants: ``tests/mutants/test_zoo.py``
+(``test_process_clauses_catch_a_served_mutant``) runs each against its clauses, checks why
+it fails them, and checks that ``editspec serve`` passes every one.
 
 The driver factories and the server mutants live in this module: the subprocess finds it
 on ``PYTHONPATH``.
@@ -103,26 +106,6 @@ def boundary_factory(root: Path, state_dir: Path) -> BoundaryDriver:
 # -- servers built differently (installed by the script ``serve_mutant`` writes) ----------------
 
 
-def _write_in_chunks(path: str, data: bytes, flags: int) -> None:
-    fd = os.open(path, os.O_WRONLY | flags, 0o644)
-    try:
-        for start in range(0, len(data), 1024):
-            os.write(fd, data[start : start + 1024])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _create_in_place() -> None:
-    from editspec.reference.tools import _write
-
-    def create(fs: Any, real_path: str, data: bytes, *, mode: int | None = None) -> tuple[str, ...]:
-        _write_in_chunks(real_path, data, os.O_CREAT | os.O_EXCL)
-        return ()
-
-    _write.atomic_create = create  # type: ignore[assignment]
-
-
 def _publish_nothing() -> None:
     from editspec.reference.tools import _write
 
@@ -133,49 +116,7 @@ def _publish_nothing() -> None:
     _write.atomic_create = nothing  # type: ignore[assignment]
 
 
-def _commit_in_place() -> None:
-    from editspec.reference.transactions import _transaction
-
-    def commit(
-        workspace: Any, changes: Any, *, on_prepared: Any = None, on_committed: Any = None
-    ) -> str:
-        txn_id = _transaction.new_transaction_id()
-        if on_prepared is not None:
-            on_prepared(txn_id)
-        for change in changes:
-            path = change.target.real
-            if change.op in ("delete", "move"):
-                os.unlink(path)
-            if change.op == "move":
-                path = change.move_to.real
-            if change.op != "delete":
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                _write_in_chunks(path, change.new_bytes, os.O_CREAT | os.O_TRUNC)
-        if on_committed is not None:
-            on_committed(txn_id)
-        return txn_id
-
-    _transaction.commit = commit  # type: ignore[assignment]
-
-
-def _no_recovery_on_start() -> None:
-    from editspec.reference._workspace import Workspace
-
-    original = Workspace.__init__
-
-    def init(self: Any, *args: Any, **options: Any) -> None:
-        options["recover"] = False
-        original(self, *args, **options)
-
-    Workspace.__init__ = init  # type: ignore[method-assign]
-
-
-SERVER_MUTANTS = {
-    "no_recovery_on_start": _no_recovery_on_start,
-    "create_in_place": _create_in_place,
-    "publish_nothing": _publish_nothing,
-    "commit_in_place": _commit_in_place,
-}
+SERVER_MUTANTS = {"publish_nothing": _publish_nothing}
 
 
 def install_server_mutant(name: str) -> None:
@@ -195,14 +136,6 @@ def serve_mutant(tmp_path: Path, name: str) -> str:
     )
     return f"{sys.executable} {script} {name} {{root}} --state-dir {{state_dir}}"
 
-
-SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
-# The zoo's served mutant writes a replaced file in place in small pieces, so a kill at any
-# of its writes leaves a torn file (one big write could be killed only before it starts).
-ZOO_SERVE = (
-    f"{sys.executable} {CHECKOUT / 'tests' / 'mutants' / 'zoo.py'} serve "
-    "{mutant} {{root}} --state-dir {{state_dir}}"
-)
 
 # -- running the suite ------------------------------------------------------------------------
 
@@ -271,6 +204,7 @@ CONTROLLED = (
 )
 
 
+@pytest.mark.slow
 def test_a_tool_started_in_the_wrong_directory_fails_every_negative_clause(tmp_path):
     selection = " or ".join(CONTROLLED)
     wrong = check(tmp_path, selection, "--driver", "test_verdicts_c:wrong_root_factory")
@@ -315,42 +249,3 @@ def test_a_server_whose_operation_makes_no_such_call_is_inconclusive(tmp_path):
     assert outcomes(records) == {"WRITE-026": "INCONCLUSIVE", "WRITE-040": "INCONCLUSIVE"}
     for record in records.values():
         assert "no kill landed inside the operation" in record["message"]
-
-
-@pytest.mark.slow
-def test_a_server_that_replaces_in_place_fails_the_write_and_edit_kill_clauses(tmp_path):
-    needs_strace()
-    command = ZOO_SERVE.format(mutant="in_place_publish")
-    records = check(tmp_path, "WRITE-026 or EDIT-050", *mcp(command))
-    assert outcomes(records) == {"WRITE-026": "FAIL", "EDIT-050": "FAIL"}
-    assert all("torn" in record["message"] for record in records.values())
-
-
-@pytest.mark.slow
-def test_a_server_that_creates_in_place_fails_the_create_kill_clause(tmp_path):
-    needs_strace()
-    records = check(tmp_path, "WRITE-040", *mcp(serve_mutant(tmp_path, "create_in_place")))
-    assert outcomes(records) == {"WRITE-040": "FAIL"}
-    assert "torn" in records["WRITE-040"]["message"]
-
-
-@pytest.mark.slow
-def test_a_server_that_rewinds_file_by_file_fails_the_rewind_kill_clause(tmp_path):
-    needs_strace()
-    records = check(tmp_path, "SNAP-040", *mcp(serve_mutant(tmp_path, "commit_in_place")))
-    assert outcomes(records) == {"SNAP-040": "FAIL"}
-
-
-@pytest.mark.slow
-def test_a_server_that_recovers_only_when_asked_fails_the_recovery_on_start_clause(tmp_path):
-    needs_strace()
-    records = check(tmp_path, "RECOV-040", *mcp(serve_mutant(tmp_path, "no_recovery_on_start")))
-    assert outcomes(records) == {"RECOV-040": "FAIL"}
-
-
-@pytest.mark.slow
-def test_editspec_serve_passes_the_new_kill_clauses(tmp_path):
-    needs_strace()
-    new = ("WRITE-040", "EDIT-050", "SNAP-040", "RECOV-040")
-    records = check(tmp_path, " or ".join(new), *mcp(SERVE), parallel=True)
-    assert outcomes(records) == dict.fromkeys(new, "PASS")
