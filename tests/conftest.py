@@ -99,3 +99,13 @@ def workspace(root: Path, state_dir: Path) -> Iterator[object]:
 @pytest.fixture
 def session(workspace: object) -> object:
     return workspace.session("s1")  # type: ignore[attr-defined]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long tests (marked ``slow``) first, each group in its collected order.
+
+    With pytest-xdist the workers take tests in this order: the long ones start at once
+    and the short ones fill the gaps, instead of a long test starting last and the run
+    waiting for it alone.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

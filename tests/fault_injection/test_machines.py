@@ -58,15 +58,18 @@ ON_BOTH = [
 
 
 @pytest.mark.parametrize("machine", ON_BOTH, ids=lambda m: m.__name__)
+@pytest.mark.slow
 def test_machine_on_disk(machine: type[machines.WorkspaceMachine], failures: Path) -> None:
     run_state_machine_as_test(machine, settings=STEPS)
 
 
 @pytest.mark.parametrize("machine", ON_BOTH, ids=lambda m: m.__name__)
+@pytest.mark.slow
 def test_machine_in_memory(machine: type[machines.WorkspaceMachine], in_memory: object) -> None:
     run_state_machine_as_test(in_memory_variant(machine), settings=IN_MEMORY)
 
 
+@pytest.mark.slow
 def test_case_aliasing_on_a_case_insensitive_file_system(in_memory: object) -> None:
     from pyfakefs.fake_filesystem import OSType
 
@@ -118,6 +121,7 @@ def through(
 
 
 @pytest.mark.parametrize("machine", ON_BOTH, ids=lambda m: m.__name__)
+@pytest.mark.slow
 def test_machine_through_the_driver_contract(
     machine: type[machines.WorkspaceMachine], failures: Path
 ) -> None:

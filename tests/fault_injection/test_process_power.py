@@ -50,6 +50,7 @@ def _server(command: tuple[str, ...]) -> process_power.Server:
     return process_power.Server(command, load_map(MAP))
 
 
+@pytest.mark.slow
 def test_explore_mcp_checks_every_power_cut_of_editspec_serve(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     status = explore.main_explore(
@@ -117,6 +118,7 @@ def test_a_server_that_renames_without_fsync_is_caught_and_its_finding_replays(
     assert "reproduced\n" not in printed.getvalue().replace("not reproduced", "")
 
 
+@pytest.mark.slow
 def test_write_027_judges_a_server_process(tmp_path: Path) -> None:
     """The power-cut clauses run for a ``process`` driver: the careless server fails
     WRITE-027 (its answered write is lost), which the reference passes. (TXN-011 takes

@@ -49,6 +49,7 @@ def needs_strace() -> None:
         pytest.skip(f"strace cannot kill processes here: {reason}")
 
 
+@pytest.mark.slow
 def test_editspec_serve_is_all_or_nothing_when_killed_at_every_rename_and_fsync(
     tmp_path: Path,
 ) -> None:
@@ -199,6 +200,7 @@ def _peer_report(peer: ProcessTarget, scenario: ProcessScenario, tmp_path: Path)
     return report
 
 
+@pytest.mark.slow
 def test_server_filesystem_write_file_over_an_existing_file(
     peer: ProcessTarget, tmp_path: Path
 ) -> None:
@@ -221,6 +223,7 @@ def test_server_filesystem_write_file_over_an_existing_file(
     assert states.get("mode"), "a kill between rename and chmod loses the file's mode 0600"
 
 
+@pytest.mark.slow
 def test_server_filesystem_write_file_creating_a_file_tears_it(
     peer: ProcessTarget, tmp_path: Path
 ) -> None:
@@ -294,6 +297,7 @@ def _explore_server(command: tuple[str, ...], tmp_path: Path, *names: str) -> tu
     return status, out.getvalue() + err.getvalue()
 
 
+@pytest.mark.slow
 def test_explore_kills_editspec_serve_at_every_file_call_of_a_scenario(tmp_path: Path) -> None:
     needs_strace()
     pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
@@ -306,6 +310,7 @@ def test_explore_kills_editspec_serve_at_every_file_call_of_a_scenario(tmp_path:
     assert not (tmp_path / "failures").exists()
 
 
+@pytest.mark.slow
 def test_explore_catches_a_server_that_writes_in_place(tmp_path: Path) -> None:
     needs_strace()
     pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
@@ -336,6 +341,7 @@ def test_explore_catches_a_server_that_writes_in_place(tmp_path: Path) -> None:
     assert "<== killed here" in printed.getvalue() and "torn" in printed.getvalue()
 
 
+@pytest.mark.slow
 def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) -> None:
     """A step that follows writes of its own: a kill leaves those writes, which are the
     "before" of the step, not a change it made."""

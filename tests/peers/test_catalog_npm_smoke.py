@@ -12,6 +12,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow
 def test_an_npm_peer_installs_runs_and_joins_the_matrix(tmp_path):
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if missing:

@@ -146,6 +146,7 @@ def test_a_child_error_keeps_a_message_that_can_cross_to_the_report() -> None:
     str(error).encode("utf-8")  # a lone surrogate would not encode
 
 
+@pytest.mark.slow
 def test_a_peer_with_its_own_python_installs_and_runs_through_its_child(tmp_path: Path) -> None:
     """apply-patch-py (Python >= 3.13) end to end: installed into its venv (the user's peer
     cache, so a second run installs nothing), its driver talking to the tool's child."""

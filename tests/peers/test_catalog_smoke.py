@@ -10,7 +10,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_a_pypi_peer_installs_and_runs_through_its_driver(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE"))}
     # the user's peer cache unless told otherwise: a second run does not install again

@@ -48,6 +48,7 @@ def serve_unguarded(tmp_path: Path) -> str:
     return f"{sys.executable} {script} {{root}} --state-dir {{state_dir}}"
 
 
+@pytest.mark.slow
 def test_a_server_that_drops_unparsable_lines_fails_limit_032(tmp_path: Path) -> None:
     records = check(tmp_path, "LIMIT-032", *mcp(serve_unguarded(tmp_path)))
     assert outcomes(records) == {"LIMIT-032": "FAIL"}, records
