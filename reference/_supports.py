@@ -65,6 +65,18 @@ WHOLE_TEXT = Supports(
 )
 
 
+def snapshot_message(supports: Supports, message_id: str | None) -> str | None:
+    """The ``message_id`` a store snapshots under: None where no snapshot is kept."""
+    return message_id if supports.snapshots else None
+
+
+def snapshot_warning(supports: Supports, message_id: str | None) -> tuple[str, ...]:
+    """A ``message_id`` where no snapshot is kept is accepted, with this warning."""
+    if message_id is not None and not supports.snapshots:
+        return (NO_SNAPSHOT_WARNING,)
+    return ()
+
+
 def unsupported(what: str) -> ToolError:
     """UNSUPPORTED for a tool the service cannot serve (a whole-text service's words)."""
     return ToolError(

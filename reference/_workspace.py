@@ -47,6 +47,13 @@ class Workspace:
         grep_backend: str = "auto",
     ) -> None:
         self.fs = fs if fs is not None else FileSystem()
+        if not self.fs.supports.transactions:
+            raise ToolError(
+                _errors.INVALID_ARGUMENT,
+                "a workspace publishes through its fs port by atomic rename, fsync and a "
+                "journal, and this port does not offer them; a service with whole-file text "
+                "calls only is opened as a RemoteWorkspace",
+            )
         self.limits = limits if limits is not None else Limits()
         self.grep_backend = grep_backend
         real_root = self.fs.realpath(os.path.abspath(os.fspath(root)))

@@ -56,7 +56,11 @@ from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._results import FileChange, HunkMatch, PatchResult
 from editspec.reference._store import FilesSession, PatchFile
-from editspec.reference._supports import NO_SNAPSHOT_WARNING, refuse_text_notebook
+from editspec.reference._supports import (
+    refuse_text_notebook,
+    snapshot_message,
+    snapshot_warning,
+)
 from editspec.reference.patch import _patch_parse, _patch_plan
 from editspec.reference.patch._patch_model import FileOp, check_patch_size
 from editspec.reference.text import _text
@@ -113,11 +117,12 @@ def apply_patch(session: FilesSession, patch: str, *, message_id: str | None = N
                 item.display_to or item.display, "apply_patch", item.old_bytes, item.new_bytes
             )
     published = workspace.store.publish_patch(
-        session.id, [patch_file(item) for item in planned], message_id=message_id
+        session.id,
+        [patch_file(item) for item in planned],
+        message_id=snapshot_message(workspace.supports, message_id),
     )
-    warnings: list[str] = [warning for item in planned for warning in item.warnings]
-    if message_id is not None and not workspace.supports.snapshots:
-        warnings.append(NO_SNAPSHOT_WARNING)
+    warnings = [warning for item in planned for warning in item.warnings]
+    warnings += snapshot_warning(workspace.supports, message_id)
     return PatchResult(
         changes=tuple(changes),
         snapshot_created=published.snapshot_created,

@@ -30,7 +30,11 @@ from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._results import EditResult, EditSpec, Replacement
 from editspec.reference._store import FilesSession
-from editspec.reference._supports import refuse_text_notebook
+from editspec.reference._supports import (
+    refuse_text_notebook,
+    snapshot_message,
+    snapshot_warning,
+)
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
 from editspec.reference.tools import _edit_text
@@ -38,7 +42,6 @@ from editspec.reference.tools._write import (
     check_expected_sha256,
     check_message_id,
     refuse_non_file,
-    snapshot_warning,
 )
 
 _RESOLVE_ATTEMPTS = 3
@@ -131,7 +134,7 @@ def _edit_locked(
         target,
         old_bytes,
         plan.new_bytes,
-        message_id=message_id,
+        message_id=snapshot_message(workspace.supports, message_id),
         new_sha256=plan.new_digest,
         operation="edit",
     )

@@ -38,7 +38,7 @@ from editspec.reference._arguments import MESSAGE_ID_CHARS, check_integer, check
 from editspec.reference._errors import ToolError
 from editspec.reference._results import NotebookResult
 from editspec.reference._store import FilesSession, Target
-from editspec.reference._supports import unsupported
+from editspec.reference._supports import snapshot_message, unsupported
 from editspec.reference.paths._paths import MISSING
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
@@ -262,7 +262,7 @@ def _edit_locked(
         target,
         old_bytes,
         plan.new_bytes,
-        message_id=message_id,
+        message_id=snapshot_message(workspace.supports, message_id),
         new_sha256=None,
         operation="notebook",
     )

@@ -29,7 +29,7 @@ from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import WriteResult
 from editspec.reference._store import FilesSession, Target
-from editspec.reference._supports import NO_SNAPSHOT_WARNING, Supports
+from editspec.reference._supports import snapshot_message, snapshot_warning
 from editspec.reference.paths._paths import DIR, OTHER, WorkspacePath, is_within
 from editspec.reference.snapshots._records import SnapshotEntry
 from editspec.reference.text._diff import unified_diff
@@ -404,7 +404,13 @@ def _write_locked(
     # The host's validators see the whole new content before anything is published.
     workspace.hooks.run_validators(shown, "write", old, new)
     snapshot_created, warnings = store.replace(
-        session.id, target, old, new, message_id=message_id, new_sha256=None, operation="write"
+        session.id,
+        target,
+        old,
+        new,
+        message_id=snapshot_message(workspace.supports, message_id),
+        new_sha256=None,
+        operation="write",
     )
     diff, newline = describe_change(shown, old, new, decode=store.text_of)
     return WriteResult(
@@ -446,10 +452,3 @@ def check_fresh(
         display_path=shown,
     )
     return old_sha
-
-
-def snapshot_warning(supports: Supports, message_id: str | None) -> tuple[str, ...]:
-    """A ``message_id`` where no snapshot is kept is accepted, with this warning."""
-    if message_id is not None and not supports.snapshots:
-        return (NO_SNAPSHOT_WARNING,)
-    return ()
