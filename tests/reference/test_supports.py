@@ -26,7 +26,7 @@ def _port(supports: Supports) -> FileSystem:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 @pytest.fixture
@@ -115,8 +115,8 @@ def test_without_binary_no_other_encoding_and_no_notebook_cells(root: Path, tmp_
 
 def test_a_port_without_rename_fsync_or_journal_cannot_back_a_workspace(root: Path, tmp_path):
     for missing in ("atomic_rename", "fsync", "journal"):
-        declared = attrs.evolve(LOCAL_DISK, **{missing: False})
-        assert _code(lambda: Workspace(root, tmp_path / "s", fs=_port(declared))) == (
-            "INVALID_ARGUMENT"
-        )
+        port = _port(attrs.evolve(LOCAL_DISK, **{missing: False}))
+        with pytest.raises(ToolError) as caught:
+            Workspace(root, tmp_path / "s", fs=port)
+        assert caught.value.code == "INVALID_ARGUMENT"
     assert not (tmp_path / "s").exists()
