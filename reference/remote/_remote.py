@@ -41,7 +41,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._limits import Limits
 from editspec.reference._results import RecoveryReport
 from editspec.reference._session import Session
-from editspec.reference._supports import Supports
+from editspec.reference._supports import WHOLE_TEXT, Supports
 from editspec.reference.guards._access import AccessTracker
 from editspec.reference.guards._hooks import Hooks
 from editspec.reference.remote._fileservice import FileService
@@ -51,7 +51,7 @@ from editspec.reference.remote._remote_paths import (
     resolve_remote,
     text_sha256,
 )
-from editspec.reference.remote._text_store import TextStore
+from editspec.reference.remote._text_store import TextStore, declared_by
 
 if TYPE_CHECKING:
     from editspec.reference.remote._acp import AcpChannel
@@ -74,6 +74,12 @@ class RemoteWorkspace:
     ) -> None:
         if not isinstance(files, FileService):
             raise ToolError(_errors.INVALID_ARGUMENT, "files must be a FileService")
+        if declared_by(files) != WHOLE_TEXT:  # two text calls cannot give more
+            raise ToolError(
+                _errors.INVALID_ARGUMENT,
+                "a FileService offers whole-file text reads and writes only; it cannot "
+                f"declare {declared_by(files)}",
+            )
         if not isinstance(root, str) or not root or "\0" in root:
             raise ToolError(_errors.INVALID_ARGUMENT, "the remote root must be a non-empty path")
         self._pathmod = ntpath if _WINDOWS_ROOT.match(root) else posixpath

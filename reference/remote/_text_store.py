@@ -23,6 +23,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._store import Loaded, PatchFile, Published
 from editspec.reference._supports import WHOLE_TEXT, Supports
 from editspec.reference.patch._patch_model import check_patch_size
+from editspec.reference.remote._fileservice import FileService
 from editspec.reference.remote._remote_commit import RemoteChange, publish, read_or_none
 from editspec.reference.remote._remote_paths import RemotePath, client_bytes, text_sha256
 from editspec.reference.text._memo import LineIndex
@@ -30,6 +31,12 @@ from editspec.reference.text._text import UTF8, DecodedText, newline_style
 
 if TYPE_CHECKING:
     from editspec.reference.remote._remote import RemoteWorkspace
+
+
+def declared_by(files: FileService) -> Supports:
+    """What ``files`` declares; ``WHOLE_TEXT`` for a service that declares nothing."""
+    declared = getattr(files, "supports", WHOLE_TEXT)
+    return declared if isinstance(declared, Supports) else WHOLE_TEXT
 
 
 def _bytes(text: str) -> bytes:
@@ -52,8 +59,7 @@ class TextStore:
 
     @property
     def supports(self) -> Supports:
-        declared = getattr(self.workspace.files, "supports", WHOLE_TEXT)
-        return declared if isinstance(declared, Supports) else WHOLE_TEXT
+        return declared_by(self.workspace.files)
 
     def resolve(self, path: str | os.PathLike[str]) -> RemotePath:
         return self.workspace.resolve(path)

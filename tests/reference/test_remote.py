@@ -788,6 +788,21 @@ def test_a_file_service_without_declarations_is_whole_text():
     assert RemoteWorkspace(LocalFileService(), ROOT).supports == WHOLE_TEXT
 
 
+def test_a_file_service_cannot_declare_more_than_its_two_calls():
+    import attrs
+
+    from editspec.reference._supports import LOCAL_DISK, WHOLE_TEXT
+
+    class Boasting(_Serving):
+        supports = LOCAL_DISK
+
+    for claimed in (LOCAL_DISK, attrs.evolve(WHOLE_TEXT, binary=True)):
+        Boasting.supports = claimed
+        with pytest.raises(ToolError) as caught:
+            RemoteWorkspace(Boasting({}), ROOT)
+        assert caught.value.code == "INVALID_ARGUMENT"
+
+
 def test_remote_deny_rules_apply_to_the_path_as_spelled():
     files = {"/project/a.txt": "a\n", "/project/.env": "TOKEN=1\n"}
     workspace = RemoteWorkspace(_Serving(files), ROOT)
