@@ -864,3 +864,31 @@ def test_remote_changes_reach_the_hosts_listeners():
     assert event.old_bytes() is None  # no snapshot is kept remotely
     files["/project/a.txt"] = "three\n"
     assert event.new_bytes() is None  # no longer what the change wrote
+
+
+def test_a_notebook_is_not_edited_or_patched_as_text_through_the_client():
+    files = {"/project/n.ipynb": '{"cells": []}\n', "/project/a.txt": "a\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    session = workspace.session("A")
+    session.read("a.txt")
+    session.edit("a.txt", [EditSpec("a", "b")])  # the positive control
+    session.read("n.ipynb")
+    patch = '*** Begin Patch\n*** Update File: n.ipynb\n@@\n-{"cells": []}\n+{}\n*** End Patch\n'
+    for call in (
+        lambda: session.edit("n.ipynb", [EditSpec("[]", "[1]")]),
+        lambda: session.apply_patch(patch),
+    ):
+        with pytest.raises(ToolError) as caught:
+            call()
+        assert caught.value.code == "UNSUPPORTED"
+        assert "local workspace" in caught.value.message
+    assert files == {"/project/n.ipynb": '{"cells": []}\n', "/project/a.txt": "b\n"}
+
+
+def test_the_text_store_answers_for_paths_it_is_never_asked_to_create_or_unlink():
+    files = {"/project/a.txt": "a\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    store = workspace.store
+    assert store.exists(workspace.resolve("a.txt"))
+    assert not store.exists(workspace.resolve("b.txt"))
+    assert not store.is_link(workspace.resolve("a.txt"))  # the client owns its links
