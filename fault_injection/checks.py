@@ -108,7 +108,7 @@ class Verdict:
 
 def stray_temp_files(tree: Mapping[str, trees.Entry]) -> list[str]:
     """Paths of single-file write temp files (``.<name>.editspec-<hex>.tmp``) in ``tree``."""
-    from editspec.reference.tools._atomic import is_temp_name
+    from editspec.reference.port import is_temp_name
 
     return [path for path in tree if is_temp_name(path.rsplit("/", 1)[-1])]
 

@@ -3,7 +3,7 @@
 Theory of operation (DESIGN §5, after RocksDB's fault env and SQLite's crash VFS):
 
 * Every port call goes through ``FaultyFileSystem._call``. Calls are *counted* from the
-  last ``arm()``: with ``count="mutating"`` only the names in ``reference._fs.MUTATING``
+  last ``arm()``: with ``count="mutating"`` only the names in ``reference.port.MUTATING``
   count, with ``count="all"`` every port call does (queries and locks included).
   Counting starts at 1: ``CrashAt(1)`` stops the very first counted operation.
 * ``CrashAt(n)``: the n-th counted operation does not happen and the process is dead
@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from editspec.reference._fs import MUTATING, FileSystem
+from editspec.reference.port import MUTATING, FileSystem
 
 
 class SimulatedCrash(BaseException):

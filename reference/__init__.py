@@ -34,7 +34,8 @@ from editspec.reference._results import (
     RewindResult,
     WriteResult,
 )
-from editspec.reference._workspace import Session, Workspace
+from editspec.reference._session import Session
+from editspec.reference._workspace import Workspace
 from editspec.reference.paths._paths import WorkspacePath
 from editspec.reference.remote._acp import AcpChannel, AcpFileService
 from editspec.reference.remote._fileservice import FileService, LocalFileService

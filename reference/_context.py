@@ -12,6 +12,8 @@ import os
 from typing import Protocol
 
 from editspec.reference._base import WorkspaceBase
+from editspec.reference._store import FileStore
+from editspec.reference._supports import Supports
 from editspec.reference.guards._access import AccessTracker
 from editspec.reference.guards._hooks import Hooks
 from editspec.reference.guards._locks import LockTable
@@ -46,6 +48,14 @@ class WorkspaceContext(WorkspaceBase, Protocol):
     @property
     def hooks(self) -> Hooks:
         """The host's deny rules, validators and change listeners."""
+
+    @property
+    def store(self) -> FileStore[WorkspacePath]:
+        """The file tools' way to the fs port (``tools/_disk.DiskStore``)."""
+
+    @property
+    def supports(self) -> Supports:
+        """What the fs port offers (``FileSystem.supports``)."""
 
     @property
     def grep_backend(self) -> str:

@@ -25,6 +25,8 @@ import os
 import stat as _stat
 from collections.abc import Iterable, Iterator
 
+from editspec.reference._supports import LOCAL_DISK, Supports
+
 try:  # POSIX advisory locks; absent on Windows, where locks stay in-process.
     import fcntl as _fcntl
 except ImportError:  # pragma: no cover - exercised only on Windows
@@ -63,6 +65,9 @@ def _platform_supports_secure_walk() -> bool:
 
 class FileSystem:
     """The default port: real ``os`` calls."""
+
+    #: What the port offers a session: everything (bytes, directories, rename, fsync, journal).
+    supports: Supports = LOCAL_DISK
 
     def __init__(self, *, secure_walk: bool | None = None) -> None:
         self.secure_walk = _platform_supports_secure_walk() if secure_walk is None else secure_walk

@@ -1,11 +1,11 @@
-"""``Workspace`` and ``Session``: the public face of the engine (DESIGN §2, §3).
+"""``Workspace``: a local root, the public face of the engine with ``Session`` (DESIGN §2, §3).
 
 A ``Workspace`` owns everything shared by the sessions of one root: the fs port,
-limits, the lock table, the access tracker and the snapshot store. A ``Session``
-is one agent conversation: it has its own read records and snapshot history.
-The operations themselves live in one module each, written against the protocols of
-``_context`` (they never import this module); the methods here only route, calling
-the operation through its module so that a test may replace it.
+limits, the lock table, the access tracker, the snapshot store and the store the file
+tools go through (``tools/_disk.DiskStore``). A ``Session`` (``_session``) is one agent
+conversation: it has its own read records and snapshot history. The operations
+themselves live in one module each, written against the protocols of ``_context`` and
+``_store`` (they never import this module).
 """
 
 from __future__ import annotations
@@ -14,41 +14,22 @@ import hashlib
 import os
 import stat
 import threading
-from collections.abc import Sequence
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem, default_state_dir, makedirs
 from editspec.reference._limits import Limits
-from editspec.reference._results import (
-    DeleteResult,
-    EditResult,
-    EditSpec,
-    GlobResult,
-    GrepResult,
-    IgnoreExplanation,
-    ListResult,
-    ManifestResult,
-    MoveResult,
-    NotebookResult,
-    PatchResult,
-    ReadResult,
-    RecoveryReport,
-    RewindResult,
-    WriteResult,
-)
+from editspec.reference._results import RecoveryReport
+from editspec.reference._session import Session
+from editspec.reference._supports import Supports
 from editspec.reference.guards._access import AccessTracker
-from editspec.reference.guards._hooks import Hooks, emits_changes, filter_denied
+from editspec.reference.guards._hooks import Hooks
 from editspec.reference.guards._locks import LockTable
-from editspec.reference.patch import _patch
 from editspec.reference.paths._paths import WorkspacePath, resolve
-from editspec.reference.paths._suggest import hint_not_found
-from editspec.reference.search import _glob, _listing, _search
-from editspec.reference.snapshots import _rewind
 from editspec.reference.snapshots._snapshots import SnapshotStore
 from editspec.reference.text._memo import ContentMemo
-from editspec.reference.tools import _delete, _edit, _manifest, _move, _notebook, _read, _write
+from editspec.reference.tools._disk import DiskStore
 from editspec.reference.transactions import _recovery
 
 
@@ -66,6 +47,13 @@ class Workspace:
         grep_backend: str = "auto",
     ) -> None:
         self.fs = fs if fs is not None else FileSystem()
+        if not self.fs.supports.transactions:
+            raise ToolError(
+                _errors.INVALID_ARGUMENT,
+                "a workspace publishes through its fs port by atomic rename, fsync and a "
+                "journal, and this port does not offer them; a service with whole-file text "
+                "calls only is opened as a RemoteWorkspace",
+            )
         self.limits = limits if limits is not None else Limits()
         self.grep_backend = grep_backend
         real_root = self.fs.realpath(os.path.abspath(os.fspath(root)))
@@ -89,10 +77,16 @@ class Workspace:
         self.memo = ContentMemo()
         self.snapshots = SnapshotStore(self)
         self.hooks = Hooks()  # the host's deny rules, validators and change listeners
+        self.store = DiskStore(self)  # what the file tools read and publish through
         self._needs_recovery: str | None = None
         self._state_lock = threading.Lock()
         if recover:
             self.recover()
+
+    @property
+    def supports(self) -> Supports:
+        """What the fs port offers: everything a session has (``_supports``)."""
+        return self.fs.supports
 
     # -- sessions and paths ----------------------------------------------------
 
@@ -174,210 +168,3 @@ def _lexical_relative(root: str, path: str | os.PathLike[str]) -> str | None:
     if joined != root and not joined.startswith(root + os.sep):
         return None  # outside: resolve() refuses it
     return os.path.relpath(joined, root).replace(os.sep, "/")
-
-
-class Session:
-    """One agent session on a workspace (DESIGN §2 ``Session``)."""
-
-    def __init__(self, workspace: Workspace, session_id: str) -> None:
-        self.workspace = workspace
-        self.id = session_id
-
-    @hint_not_found
-    def read(
-        self,
-        path: str,
-        *,
-        start_line: int | None = None,
-        end_line: int | None = None,
-        start_byte: int | None = None,
-        max_bytes: int | None = None,
-        encoding: str = "auto",
-    ) -> ReadResult:
-        """Read a file or a range of it. Spec: READ-*."""
-        return _read.read(
-            self,
-            path,
-            start_line=start_line,
-            end_line=end_line,
-            start_byte=start_byte,
-            max_bytes=max_bytes,
-            encoding=encoding,
-        )
-
-    @emits_changes
-    def write(
-        self,
-        path: str,
-        content: str | bytes,
-        *,
-        expected_sha256: str | None = None,
-        message_id: str | None = None,
-    ) -> WriteResult:
-        """Create or replace a whole file atomically. Spec: WRITE-*."""
-        self.workspace.before_change()
-        return _write.write(
-            self, path, content, expected_sha256=expected_sha256, message_id=message_id
-        )
-
-    @emits_changes
-    @hint_not_found
-    def edit(
-        self,
-        path: str,
-        edits: Sequence[EditSpec],
-        *,
-        expected_sha256: str | None = None,
-        message_id: str | None = None,
-    ) -> EditResult:
-        """Apply string replacements, all or nothing. Spec: EDIT-*."""
-        self.workspace.before_change()
-        return _edit.edit(self, path, edits, expected_sha256=expected_sha256, message_id=message_id)
-
-    @emits_changes
-    @hint_not_found
-    def edit_notebook(
-        self,
-        path: str,
-        cell_id: str | None = None,
-        index: int | None = None,
-        mode: str = "replace",
-        source: str | None = None,
-        cell_type: str | None = None,
-        *,
-        expected_sha256: str | None = None,
-        message_id: str | None = None,
-    ) -> NotebookResult:
-        """Replace, insert or delete one cell of a .ipynb notebook. Spec: NB-*."""
-        self.workspace.before_change()
-        return _notebook.edit_notebook(
-            self,
-            path,
-            cell_id=cell_id,
-            index=index,
-            mode=mode,
-            source=source,
-            cell_type=cell_type,
-            expected_sha256=expected_sha256,
-            message_id=message_id,
-        )
-
-    @emits_changes
-    @hint_not_found
-    def apply_patch(self, patch: str, *, message_id: str | None = None) -> PatchResult:
-        """Apply a multi-file patch as one transaction. Spec: PATCH-*, TXN-*."""
-        self.workspace.before_change()
-        return _patch.apply_patch(self, patch, message_id=message_id)
-
-    @filter_denied
-    def glob(
-        self, pattern: str, *, path: str | None = None, max_results: int | None = None
-    ) -> GlobResult:
-        """Find files by glob pattern under gitignore rules. Spec: GLOB-*."""
-        return _glob.glob(self, pattern, path=path, max_results=max_results)
-
-    @filter_denied
-    def grep(
-        self,
-        pattern: str,
-        *,
-        path: str | None = None,
-        include: str | None = None,
-        ignore_case: bool = False,
-        max_results: int | None = None,
-        deadline: float | None = None,
-        cancel: threading.Event | None = None,
-    ) -> GrepResult:
-        """Search file contents with a Python regular expression. Spec: GREP-*."""
-        return _search.grep(
-            self,
-            pattern,
-            path=path,
-            include=include,
-            ignore_case=ignore_case,
-            max_results=max_results,
-            deadline=deadline,
-            cancel=cancel,
-        )
-
-    @filter_denied
-    def list_directory(
-        self,
-        path: str = ".",
-        *,
-        depth: int = 1,
-        include_hidden: bool = False,
-        cursor: str | None = None,
-        max_entries: int | None = None,
-        glob: str | None = None,
-        exclude: Sequence[str] | None = None,
-    ) -> ListResult:
-        """List a directory with typed entries and cursor paging. Spec: LIST-*."""
-        return _listing.list_directory(
-            self,
-            path,
-            depth=depth,
-            include_hidden=include_hidden,
-            cursor=cursor,
-            max_entries=max_entries,
-            glob=glob,
-            exclude=exclude,
-        )
-
-    def why_ignored(self, path: str) -> IgnoreExplanation:
-        """Explain which ignore rule, if any, excludes ``path`` from search. Spec: GLOB-*."""
-        return _search.why_ignored(self, path)
-
-    def manifest(self, path: str) -> ManifestResult:
-        """Every entry under a directory and the hash a tree Delete or Move needs. Spec: DEL-*."""
-        return _manifest.manifest(self, path)
-
-    @emits_changes
-    @hint_not_found
-    def delete(
-        self,
-        path: str,
-        *,
-        kind: str,
-        expected_sha256: str | None = None,
-        manifest_sha256: str | None = None,
-        message_id: str | None = None,
-    ) -> DeleteResult:
-        """Delete a file, an empty directory or a tree, restorably. Spec: DEL-*."""
-        self.workspace.before_change()
-        return _delete.delete(
-            self,
-            path,
-            kind=kind,
-            expected_sha256=expected_sha256,
-            manifest_sha256=manifest_sha256,
-            message_id=message_id,
-        )
-
-    @emits_changes
-    @hint_not_found
-    def move(
-        self,
-        source: str,
-        destination: str,
-        *,
-        expected_sha256: str | None = None,
-        manifest_sha256: str | None = None,
-        message_id: str | None = None,
-    ) -> MoveResult:
-        """Move a file or a directory; never over an existing path. Spec: MOVE-*."""
-        self.workspace.before_change()
-        return _move.move(
-            self,
-            source,
-            destination,
-            expected_sha256=expected_sha256,
-            manifest_sha256=manifest_sha256,
-            message_id=message_id,
-        )
-
-    @emits_changes
-    def rewind(self, message_id: str) -> RewindResult:
-        """Undo this session's changes from ``message_id`` on, as one transaction. Spec: SNAP-*."""
-        self.workspace.before_change()
-        return _rewind.rewind(self, message_id)

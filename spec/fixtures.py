@@ -161,7 +161,7 @@ class Disk:
     def assert_unchanged(self, before: Snapshot) -> None:
         """Nothing under the base changed: same names, bytes, modes and link targets."""
         after = self.snapshot()
-        problems = _differences(before, after)
+        problems = differences(before, after)
         assert not problems, "the disk changed:\n  " + "\n  ".join(problems)
 
     def leftovers(self) -> list[str]:
@@ -189,7 +189,8 @@ def _entry(full: str) -> Entry:
     return Entry(kind="other")
 
 
-def _differences(before: Snapshot, after: Snapshot) -> list[str]:
+def differences(before: Snapshot, after: Snapshot) -> list[str]:
+    """Every path whose entry differs between two snapshots, as a line of a report."""
     problems = []
     for rel in sorted(set(before.entries) | set(after.entries)):
         old, new = before.entries.get(rel), after.entries.get(rel)

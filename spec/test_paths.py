@@ -22,7 +22,7 @@ from editspec.spec import (
     raises_code,
     within,
 )
-from editspec.spec.fixtures import Snapshot, _differences
+from editspec.spec.fixtures import Snapshot, differences
 
 SECRET = b"TOP SECRET: outside the workspace\n"
 INSIDE = "inside the root\n"
@@ -99,7 +99,7 @@ def _refused(disk, what: str, code: str = "OUTSIDE_WORKSPACE") -> Iterator[None]
         with raises_code(code):
             yield
     except Unsafe:
-        changes = _differences(before, _outside(disk))
+        changes = differences(before, _outside(disk))
         if changes:
             raise Unsafe(
                 f"{what} succeeded and changed the disk outside the root: " + "; ".join(changes)
@@ -114,8 +114,8 @@ def _refused(disk, what: str, code: str = "OUTSIDE_WORKSPACE") -> Iterator[None]
 def _assert_no_escape(disk, before: Snapshot) -> None:
     """Nothing changed: a change outside the root is unsafe, one inside it wrong-behaviour."""
     after = disk.snapshot()
-    outside = _differences(_part(disk, before, inside=False), _part(disk, after, inside=False))
-    inside = _differences(_part(disk, before, inside=True), _part(disk, after, inside=True))
+    outside = differences(_part(disk, before, inside=False), _part(disk, after, inside=False))
+    inside = differences(_part(disk, before, inside=True), _part(disk, after, inside=True))
     if outside:
         raise Unsafe("the disk outside the root changed:\n  " + "\n  ".join(outside))
     if inside:

@@ -122,3 +122,45 @@ def test_no_product_module_is_over_500_lines() -> None:
             if lines > 500:
                 long.append(f"{path.relative_to(CHECKOUT)}: {lines} lines")
     assert not long, "modules over 500 lines:\n" + "\n".join(long)
+
+
+#: The engine's folders, each importing only those after it (docs/internals.md "The
+#: engine's folders"); the top-level modules are outside this order.
+ENGINE_FOLDERS = (
+    "remote",
+    "tools",
+    "patch",
+    "snapshots",
+    "transactions",
+    "search",
+    "matching",
+    "guards",
+    "paths",
+    "text",
+)
+#: The facade: the modules that open sessions, imported only by one another and the API.
+FACADE = ("editspec.reference._workspace", "editspec.reference._session")
+
+
+def _engine_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "reference" else None
+
+
+def test_the_engines_folders_import_down_their_list(graph: grimp.ImportGraph) -> None:
+    assert {_engine_folder(m) for m in graph.modules} - {None} == set(ENGINE_FOLDERS)
+    upward = []
+    for importer, imported in product_imports(graph):
+        source, target = _engine_folder(importer), _engine_folder(imported)
+        if not (source and target) or source == target:
+            continue
+        if ENGINE_FOLDERS.index(target) < ENGINE_FOLDERS.index(source):
+            upward.append(describe(graph, importer, imported))
+    assert not upward, "engine folders importing up their list:\n" + "\n".join(upward)
+
+
+def test_only_the_api_and_the_workspaces_import_the_facade(graph: grimp.ImportGraph) -> None:
+    allowed = {"editspec.reference", "editspec.reference.remote._remote", *FACADE}
+    for module in FACADE:
+        users = graph.find_modules_that_directly_import(module) - allowed
+        assert not users, f"{module} is imported by {sorted(users)}"

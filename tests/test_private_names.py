@@ -30,13 +30,7 @@ PACKAGES = {
 }
 
 # (importing module, the private name it uses): to be emptied.
-KNOWN: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("editspec.fault_injection.checks", "editspec.reference.tools._atomic"),
-        ("editspec.fault_injection.faultfs", "editspec.reference._fs"),
-        ("editspec.spec.test_paths", "editspec.spec.fixtures._differences"),
-    }
-)
+KNOWN: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_files() -> Iterator[tuple[str, Path]]:

@@ -239,7 +239,7 @@ def _loaders(session: SessionContext) -> Callable[..., Any]:
 
     def loaders(path: str, move_to: Any, old: Any, new: Any) -> tuple[Any, Any]:
         def load_old() -> bytes | None:
-            if not isinstance(old, str):
+            if not isinstance(old, str) or not workspace.supports.snapshots:
                 return None
             try:
                 return workspace.snapshots.read_blob(session.id, old)
@@ -249,12 +249,12 @@ def _loaders(session: SessionContext) -> Callable[..., Any]:
         def load_new() -> bytes | None:
             if not isinstance(new, str):
                 return None
+            store = workspace.store
             try:
-                real = workspace.resolve(move_to or path).real
-                data = workspace.fs.read_bytes(real)
+                data = store.read_for_write(store.resolve(move_to or path))
             except (OSError, ToolError):
                 return None
-            return data if sha256_hex(data) == new else None
+            return data if data is not None and sha256_hex(data) == new else None
 
         return load_old, load_new
 

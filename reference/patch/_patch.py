@@ -12,12 +12,15 @@ The flow, and where each failure is raised:
    over their limit TOO_LARGE. Hunks are applied to the decoded text and the result is
    encoded like the original (encoding, BOM; the newline style and the final newline
    are the business of ``_patch_plan``).
-3. ``_transaction.commit``: locks every canonical key in sorted order, re-verifies the
-   planned old bytes, calls ``on_prepared`` (here: every snapshot is created, and any
-   failure aborts the patch before anything is published), publishes under the journal
-   and calls ``on_committed`` (here: the snapshots are confirmed and the access records
-   updated: written files count as read at their new hash, deleted and moved-away
-   files are forgotten).
+3. The workspace's store publishes the plan: a local one as one journaled transaction
+   (``_patch_commit``: the host's validators, ``_transaction.commit``, the snapshot, the
+   access records), a remote one by whole-file writes read back and restored in
+   reverse order on failure (``remote/_text_store``).
+
+The plan is the same over every file service; what a service cannot do is refused
+from its declarations (``_supports``) before anything is read: without
+``directories`` only Update File is possible (Add, Delete and Move fail closed with
+UNSUPPORTED), and without ``binary`` a notebook is not patched as text at all.
 
 Success is reported only when ``commit`` returned, that is when every file is
 committed; any failure before that leaves every file as it was.
@@ -43,28 +46,25 @@ Decisions:
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import attrs
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
-from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import FileChange, HunkMatch, PatchResult
+from editspec.reference._store import FilesSession, PatchFile
+from editspec.reference._supports import (
+    refuse_text_notebook,
+    snapshot_message,
+    snapshot_warning,
+)
 from editspec.reference.patch import _patch_parse, _patch_plan
-from editspec.reference.patch._patch_model import FileOp
-from editspec.reference.snapshots._records import SnapshotEntry
+from editspec.reference.patch._patch_model import FileOp, check_patch_size
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
-from editspec.reference.transactions import _transaction
-from editspec.reference.transactions._plan import PlannedChange
-
-if TYPE_CHECKING:
-    from editspec.reference.paths._paths import WorkspacePath
 
 
 @attrs.frozen(kw_only=True)
@@ -72,8 +72,8 @@ class _Planned:
     """One file operation of the patch, fully computed in memory."""
 
     op: str  # "add" | "update" | "delete" | "move"
-    source: WorkspacePath
-    dest: WorkspacePath | None  # the new path of a move
+    source: Any  # the store's target
+    dest: Any  # the new path of a move (None otherwise)
     display: str
     display_to: str | None
     old_bytes: bytes | None
@@ -85,80 +85,80 @@ class _Planned:
     hunks: tuple[HunkMatch, ...] = ()  # where each hunk matched, and how (evidence)
 
 
-def apply_patch(
-    session: SessionContext, patch: str, *, message_id: str | None = None
-) -> PatchResult:
-    """Apply a multi-file patch, all or nothing. Spec: PATCH-*, TXN-*, SNAP-*."""
+def apply_patch(session: FilesSession, patch: str, *, message_id: str | None = None) -> PatchResult:
+    """Apply a multi-file patch, all or nothing. Spec: PATCH-*, TXN-*, SNAP-*, REMOTE-*."""
     workspace = session.workspace
     if not isinstance(patch, str):
         raise ToolError(_errors.INVALID_ARGUMENT, "patch must be a string")
     if message_id is not None and (not isinstance(message_id, str) or not message_id):
         raise ToolError(_errors.INVALID_ARGUMENT, "message_id must be a non-empty string")
     check_text("message_id", message_id, optional=True, max_chars=MESSAGE_ID_CHARS)
-    if len(patch) <= session.workspace.limits.patch_bytes:
+    if len(patch) <= workspace.limits.patch_bytes:
         # Text with a lone surrogate is not a patch anyone wrote: refused before parsing
         # (a longer one is TOO_LARGE from the parser, before anything scans it).
         check_text("patch", patch, empty=True, nul=True)
     parsed = _patch_parse.parse_patch(patch, workspace.limits)
     planned = plan(session, parsed.ops)
+    changes = [
+        FileChange(
+            path=item.display,
+            op=item.op,
+            move_to=item.display_to,
+            old_sha256=None if item.old_bytes is None else _text.sha256_hex(item.old_bytes),
+            new_sha256=None if item.new_bytes is None else _text.sha256_hex(item.new_bytes),
+            diff=item.diff,
+            hunks=item.hunks,
+        )
+        for item in planned
+    ]
     for item in planned:  # the host's validators see every new content first
         if item.new_bytes is not None:
             workspace.hooks.run_validators(
                 item.display_to or item.display, "apply_patch", item.old_bytes, item.new_bytes
             )
-    changes = [_planned_change(item) for item in planned]
-    snapshot_created = False
-    warnings: list[str] = [warning for item in planned for warning in item.warnings]
-
-    def on_prepared(txn_id: str) -> None:
-        nonlocal snapshot_created
-        if message_id is None:
-            return
-        # Any failure here aborts the patch before anything is published (SNAP-*).
-        workspace.snapshots.record(
-            session.id, message_id, _snapshot_entries(planned), transaction_id=txn_id
-        )
-        snapshot_created = True
-
-    def on_committed(txn_id: str) -> None:
-        _update_access(session, planned)
-        if snapshot_created:
-            # Called while the journal says ``committed``: if this fails, the transaction
-            # keeps the journal and recovery confirms the snapshot (RECOV-*).
-            workspace.snapshots.confirm_transaction(txn_id)
-
-    txn_id = _transaction.commit(
-        workspace, changes, on_prepared=on_prepared, on_committed=on_committed
+    published = workspace.store.publish_patch(
+        session.id,
+        [patch_file(item) for item in planned],
+        message_id=snapshot_message(workspace.supports, message_id),
     )
+    warnings = [warning for item in planned for warning in item.warnings]
+    warnings += snapshot_warning(workspace.supports, message_id)
     return PatchResult(
-        changes=tuple(
-            FileChange(
-                path=item.display,
-                op=item.op,
-                move_to=item.display_to,
-                old_sha256=None if item.old_bytes is None else _text.sha256_hex(item.old_bytes),
-                new_sha256=None if item.new_bytes is None else _text.sha256_hex(item.new_bytes),
-                diff=item.diff,
-                hunks=item.hunks,
-            )
-            for item in planned
-        ),
-        snapshot_created=snapshot_created,
-        transaction_id=txn_id,
+        changes=tuple(changes),
+        snapshot_created=published.snapshot_created,
+        transaction_id=published.transaction_id,
         warnings=tuple(warnings),
+    )
+
+
+def patch_file(item: _Planned) -> PatchFile:
+    """What the store publishes of one planned file."""
+    return PatchFile(
+        op=item.op,
+        source=item.source,
+        dest=item.dest,
+        old_bytes=item.old_bytes,
+        new_bytes=item.new_bytes,
+        mode=item.mode,
+        executable=item.executable,
     )
 
 
 # -- the plan ------------------------------------------------------------------------
 
 
-def plan(session: SessionContext, ops: Sequence[FileOp]) -> list[_Planned]:
+def plan(session: FilesSession, ops: Sequence[FileOp]) -> list[_Planned]:
     """Every file operation computed in memory; raises before any disk change. Spec: PATCH-*."""
-    workspace = session.workspace
-    resolved: list[tuple[FileOp, WorkspacePath, WorkspacePath | None]] = []
+    store = session.workspace.store
+    supports = store.supports
+    resolved: list[tuple[FileOp, Any, Any]] = []
     for op in ops:
-        source = workspace.resolve(op.path)
-        dest = workspace.resolve(op.move_to) if op.move_to is not None else None
+        if not supports.directories:
+            _refuse_without_directories(op)
+        source = store.resolve(op.path)
+        if not supports.binary:
+            refuse_text_notebook(source.logical_relative)
+        dest = store.resolve(op.move_to) if op.move_to is not None else None
         resolved.append((op, source, dest))
     seen: dict[str, str] = {}
     for op, source, dest in resolved:
@@ -175,26 +175,40 @@ def plan(session: SessionContext, ops: Sequence[FileOp]) -> list[_Planned]:
                     path=named,
                 )
             seen[key] = str(named)
-    # The transaction's own limit (``Limits.transaction_bytes``) is checked by ``commit``
-    # before it takes a lock or touches the disk.
+    # The transaction's own limit (``Limits.transaction_bytes``) is checked when the
+    # store publishes, before it touches a file.
     return [_plan_one(session, op, source, dest) for op, source, dest in resolved]
 
 
-def _plan_one(
-    session: SessionContext, op: FileOp, source: WorkspacePath, dest: WorkspacePath | None
-) -> _Planned:
-    workspace = session.workspace
+def _refuse_without_directories(op: FileOp) -> None:
+    """Fail closed: without directories, only an Update is a whole-file write (REMOTE-*)."""
+    if op.op == "update" and op.move_to is None:
+        return
+    what = "Move" if op.op == "update" else op.op.capitalize()
+    raise ToolError(
+        _errors.UNSUPPORTED,
+        f"{what} File {op.path}: a remote workspace supports only Update File "
+        "(the client cannot create through a patch, delete or rename); nothing "
+        "was written",
+        path=op.path,
+        op=op.op if op.move_to is None else "move",
+    )
+
+
+def _plan_one(session: FilesSession, op: FileOp, source: Any, dest: Any) -> _Planned:
+    store = session.workspace.store
+    limits = session.workspace.limits
     display = source.logical_relative
     if op.op == "add":
-        if _lstat(workspace, source.real) is not None:
+        if store.exists(source):
             raise ToolError(
                 _errors.ALREADY_EXISTS,
                 f"{display} already exists; use Update File to change it",
                 path=display,
             )
         content = op.content or ""
-        new_bytes = _text.encode(content)
-        _check_size(workspace, display, len(new_bytes))
+        new_bytes = store.encode_text(content, None)
+        check_patch_size(limits, display, len(new_bytes))
         return _Planned(
             op="add",
             source=source,
@@ -212,18 +226,20 @@ def _plan_one(
         return _plan_copy(session, op, source, dest)
     old_bytes, mode = _read_existing(session, source, display)
     if op.op == "delete" or dest is not None:
-        _refuse_symlink(workspace, source, display)
+        _refuse_symlink(session, source, display)
     if op.op == "delete":
         if op.hunks:
             # A unified deletion says what the file holds: git apply checks it, so do we.
-            emptied, _, _ = _patch_plan.apply_file_hunks(op, old_bytes, display, None)
+            emptied, _, _ = _patch_plan.apply_file_hunks(
+                op, old_bytes, display, None, decode=store.text_of, encode=store.encode_text
+            )
             if emptied:
                 raise ToolError(
                     _errors.NO_MATCH,
                     f"{display}: the deletion's hunks do not cover the whole file",
                     path=display,
                 )
-        decoded = _text.decode(old_bytes)
+        decoded = store.text_of(old_bytes)
         diff = "" if decoded is None else unified_diff(display, decoded.text, "", new_exists=False)
         return _Planned(
             op="delete",
@@ -241,7 +257,7 @@ def _plan_one(
     display_to = None
     if dest is not None:
         display_to = dest.logical_relative
-        if _lstat(workspace, dest.real) is not None:
+        if store.exists(dest):
             raise ToolError(
                 _errors.ALREADY_EXISTS,
                 f"cannot move {display} to {display_to}: it already exists",
@@ -258,9 +274,15 @@ def _plan_one(
         new_bytes, diff = old_bytes, ""
     else:
         new_bytes, diff, warnings = _patch_plan.apply_file_hunks(
-            op, old_bytes, display, display_to, placements=placements
+            op,
+            old_bytes,
+            display,
+            display_to,
+            placements=placements,
+            decode=store.text_of,
+            encode=store.encode_text,
         )
-        _check_size(workspace, display_to or display, len(new_bytes))
+        check_patch_size(limits, display_to or display, len(new_bytes))
     return _Planned(
         op="move" if dest is not None else "update",
         source=source,
@@ -280,18 +302,16 @@ def _plan_one(
     )
 
 
-def _plan_copy(
-    session: SessionContext, op: FileOp, source: WorkspacePath, dest: WorkspacePath
-) -> _Planned:
+def _plan_copy(session: FilesSession, op: FileOp, source: Any, dest: Any) -> _Planned:
     """git's copy: a new file from the source's bytes, as they are before the patch.
 
     The source is only read, so it needs no read in this session; the new file is an
     add (no clobber), with the source's mode unless the diff gives one.
     """
-    workspace = session.workspace
+    store = session.workspace.store
     display, display_to = source.logical_relative, dest.logical_relative
     old_bytes, mode = _read_existing(session, source, display, fresh=False)
-    if _lstat(workspace, dest.real) is not None:
+    if store.exists(dest):
         raise ToolError(
             _errors.ALREADY_EXISTS,
             f"cannot copy {display} to {display_to}: it already exists",
@@ -299,11 +319,13 @@ def _plan_copy(
         )
     warnings: tuple[str, ...] = ()
     if op.hunks:
-        new_bytes, _, warnings = _patch_plan.apply_file_hunks(op, old_bytes, display, display_to)
+        new_bytes, _, warnings = _patch_plan.apply_file_hunks(
+            op, old_bytes, display, display_to, decode=store.text_of, encode=store.encode_text
+        )
     else:
         new_bytes = old_bytes
-    _check_size(workspace, display_to, len(new_bytes))
-    decoded = _text.decode(new_bytes)
+    check_patch_size(session.workspace.limits, display_to, len(new_bytes))
+    decoded = store.text_of(new_bytes)
     diff = "" if decoded is None else unified_diff(display_to, "", decoded.text, old_exists=False)
     return _Planned(
         op="add",
@@ -316,54 +338,29 @@ def _plan_copy(
         mode=None,
         diff=diff,
         warnings=warnings,
-        executable=bool(mode & 0o100) if op.executable is None else op.executable,
+        executable=bool((mode or 0) & 0o100) if op.executable is None else op.executable,
     )
 
 
-def _lstat(workspace: WorkspaceContext, real: str) -> os.stat_result | None:
-    try:
-        return workspace.fs.lstat(real)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise _errors.from_oserror(exc, real, action="inspect") from exc
-
-
 def _read_existing(
-    session: SessionContext, path: WorkspacePath, display: str, *, fresh: bool = True
-) -> tuple[bytes, int]:
+    session: FilesSession, path: Any, display: str, *, fresh: bool = True
+) -> tuple[bytes, int | None]:
     """The bytes and mode of a file the patch changes; it must be fresh in this session
     (``fresh``; a copy's source is only read)."""
     workspace = session.workspace
-    status = _lstat(workspace, path.real)
-    if status is None:
-        raise ToolError(_errors.NOT_FOUND, f"{display} does not exist", path=display)
-    if stat.S_ISDIR(status.st_mode):
-        raise ToolError(_errors.IS_A_DIRECTORY, f"{display} is a directory", path=display)
-    if not stat.S_ISREG(status.st_mode):
-        raise ToolError(_errors.INVALID_ARGUMENT, f"{display} is not a regular file", path=display)
-    _check_size(workspace, display, status.st_size)
-    try:
-        data = workspace.fs.read_bytes(path.real)
-    except OSError as exc:
-        raise _errors.from_oserror(exc, display, action="read") from exc
-    _check_size(workspace, display, len(data))
+    data, mode = workspace.store.read_for_patch(path, display)
     if not fresh:
-        return data, stat.S_IMODE(status.st_mode)
+        return data, mode
     # Every existing file an ApplyPatch updates, deletes or moves (WRITE-*, TRACK-*).
     workspace.access.require_fresh(
         session.id, path.canonical_key, current_sha256=_text.sha256_hex(data), display_path=display
     )
-    return data, stat.S_IMODE(status.st_mode)
+    return data, mode
 
 
-def _refuse_symlink(workspace: WorkspaceContext, path: WorkspacePath, display: str) -> None:
+def _refuse_symlink(session: FilesSession, path: Any, display: str) -> None:
     """Delete and move act on the canonical file; through a link that would surprise."""
-    if not path.crossed_link:
-        return
-    parent = workspace.resolve(os.path.dirname(path.logical))
-    status = _lstat(workspace, os.path.join(parent.real, os.path.basename(path.logical)))
-    if status is not None and stat.S_ISLNK(status.st_mode):
+    if session.workspace.store.is_link(path):
         raise ToolError(
             _errors.UNSUPPORTED,
             f"{display} is a symbolic link to {path.relative}; "
@@ -371,90 +368,4 @@ def _refuse_symlink(workspace: WorkspaceContext, path: WorkspacePath, display: s
             "the link dangling. Patch the file itself.",
             path=display,
             target=path.relative,
-        )
-
-
-def _check_size(workspace: WorkspaceContext, display: str, size: int) -> None:
-    limit = workspace.limits.edit_file_bytes
-    if size > limit:
-        raise ToolError(
-            _errors.TOO_LARGE,
-            f"{display} is {size} bytes; files over {limit} bytes are not patched",
-            path=display,
-            size=size,
-            limit=limit,
-        )
-
-
-# -- commit inputs and outcomes ---------------------------------------------------
-
-
-def _planned_change(item: _Planned) -> PlannedChange:
-    return PlannedChange(
-        op=item.op,
-        target=item.source,
-        move_to=item.dest,
-        old_bytes=item.old_bytes,
-        new_bytes=item.new_bytes,
-        mode=None,  # the transaction keeps the mode it finds under the lock
-        executable=item.executable,
-    )
-
-
-def _snapshot_entries(planned: Sequence[_Planned]) -> list[SnapshotEntry]:
-    """Per file: before-bytes, existence, mode, after-hash; a move is a delete and an add."""
-    entries: list[SnapshotEntry] = []
-    for item in planned:
-        new_sha = None if item.new_bytes is None else _text.sha256_hex(item.new_bytes)
-        if item.op == "add":
-            entries.append(
-                SnapshotEntry(
-                    relative=item.source.relative, existed=False, before=None, after_sha256=new_sha
-                )
-            )
-            continue
-        moved = item.dest is not None
-        entries.append(
-            SnapshotEntry(
-                relative=item.source.relative,
-                existed=True,
-                before=item.old_bytes,
-                after_sha256=None if moved or item.op == "delete" else new_sha,
-                mode=item.mode,
-            )
-        )
-        if item.dest is not None:
-            entries.append(
-                SnapshotEntry(
-                    relative=item.dest.relative,
-                    existed=False,
-                    before=None,
-                    after_sha256=new_sha,
-                    mode=item.mode,
-                )
-            )
-    return entries
-
-
-def _update_access(session: SessionContext, planned: Sequence[_Planned]) -> None:
-    """Written files count as read at their new hash; removed names are forgotten. TRACK-*."""
-    workspace = session.workspace
-    for item in planned:
-        written = item.dest if item.dest is not None else item.source
-        if item.dest is not None or item.op == "delete":
-            workspace.access.forget(session.id, item.source.canonical_key)
-        if item.new_bytes is None:
-            continue
-        size, mtime_ns = len(item.new_bytes), 0
-        try:
-            status = workspace.fs.stat(written.real)
-            size, mtime_ns = status.st_size, status.st_mtime_ns
-        except OSError:
-            pass  # the hash is authoritative; size and mtime are diagnostics only
-        workspace.access.record_write(
-            session.id,
-            written.canonical_key,
-            sha256=_text.sha256_hex(item.new_bytes),
-            size=size,
-            mtime_ns=mtime_ns,
         )

@@ -100,3 +100,16 @@ class Budget:
                 maximum=self.limits.patch_hunks,
                 line=line,
             )
+
+
+def check_patch_size(limits: Limits, display: str, size: int) -> None:
+    """TOO_LARGE for a file over ``limits.edit_file_bytes``, before or after its hunks."""
+    limit = limits.edit_file_bytes
+    if size > limit:
+        raise ToolError(
+            TOO_LARGE,
+            f"{display} is {size} bytes; files over {limit} bytes are not patched",
+            path=display,
+            size=size,
+            limit=limit,
+        )

@@ -382,10 +382,12 @@ def apply_file_hunks(
     display_to: str | None,
     *,
     placements: list[tuple[int, int, str]] | None = None,
+    decode: Callable[[bytes], _text.DecodedText | None] = _text.decode,
+    encode: Callable[[str, _text.DecodedText | None], bytes] = _text.encode,
 ) -> tuple[bytes, str, tuple[str, ...]]:
     """A file's ``old_bytes`` with ``op``'s hunks applied: its new bytes, the diff and
     warnings; ``placements`` receives where each hunk matched. Notebooks and binary files
-    are refused."""
+    are refused. ``decode`` and ``encode``: how the file's service holds text (``_store``)."""
     for name in (display, display_to):
         if name is not None and name.lower().endswith(NOTEBOOK_SUFFIX):
             raise ToolError(
@@ -394,7 +396,7 @@ def apply_file_hunks(
                 "instead of patching its JSON",
                 path=name,
             )
-    decoded = _text.decode(old_bytes)
+    decoded = decode(old_bytes)
     if decoded is None:
         raise ToolError(
             _errors.BINARY, f"{display} is a binary file; it cannot be patched", path=display
@@ -405,7 +407,7 @@ def apply_file_hunks(
         # or drop. A diff that never names it (written by hand) leaves it as it is.
         text, like = "\ufeff" + text, attrs.evolve(decoded, bom=False)
     new_text, warnings = apply_hunks(text, op.hunks, path=display, placements=placements)
-    new_bytes = _text.encode(new_text, like)
+    new_bytes = encode(new_text, like)
     diff = unified_diff(display, text, new_text)
     return new_bytes, diff, tuple(warnings)
 

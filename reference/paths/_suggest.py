@@ -93,7 +93,9 @@ def hint_not_found(method: _F) -> _F:
             return method(self, *args, **kwargs)
         except ToolError as exc:
             path = exc.details.get("path")
-            if exc.code == _errors.NOT_FOUND and isinstance(path, str) and path:
+            # A hint walks the workspace: only where the service has directories.
+            listed = self.workspace.supports.directories
+            if exc.code == _errors.NOT_FOUND and isinstance(path, str) and path and listed:
                 try:
                     suggestions = likely_paths(self.workspace, path)
                 except Exception:  # a hint must never hide the error it decorates

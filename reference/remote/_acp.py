@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
+from editspec.reference._supports import WHOLE_TEXT, Supports
 
 T = TypeVar("T")
 
@@ -72,6 +73,8 @@ class AcpFileService:
     """``FileService`` through an ACP client's ``fs/read_text_file`` and ``fs/write_text_file``."""
 
     kind = "acp"
+    #: ``fs/read_text_file`` and ``fs/write_text_file``: no rename, no fsync, no journal.
+    supports: Supports = WHOLE_TEXT
 
     def __init__(
         self,

@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import FileSystem
+from editspec.reference._supports import WHOLE_TEXT, Supports
 from editspec.reference.text._text import UTF8, decode
 from editspec.reference.tools._atomic import atomic_create, atomic_replace
 
@@ -55,6 +56,8 @@ class LocalFileService:
     """``FileService`` over a local directory through the fs port (strict UTF-8 text)."""
 
     kind = "local"
+    #: Text calls only, although a local directory is behind them (the remote algorithm).
+    supports: Supports = WHOLE_TEXT
 
     def __init__(self, fs: FileSystem | None = None) -> None:
         self.fs = fs if fs is not None else FileSystem()

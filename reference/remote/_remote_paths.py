@@ -19,7 +19,7 @@ import attrs
 
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
-from editspec.reference.text._text import UTF8, decode, encode
+from editspec.reference._store import UNKNOWN
 
 
 def text_sha256(text: str) -> str:
@@ -42,6 +42,10 @@ class RemotePath:
     @property
     def logical_relative(self) -> str:
         return self.relative
+
+    @property
+    def kind(self) -> str:
+        return UNKNOWN  # the service says nothing of a path until it is read
 
 
 class KeyLocks:
@@ -83,11 +87,6 @@ def resolve_remote(pm: Any, root: str, path: str | os.PathLike[str]) -> RemotePa
     return RemotePath(requested=path, absolute=absolute, relative=relative)
 
 
-def utf8_size(text: str) -> int:
-    """The size of a remote file's text as UTF-8 (lone surrogates kept)."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def client_bytes(text: str, target: RemotePath) -> bytes:
     """The UTF-8 bytes of a client's text; IO_ERROR for text that is not valid Unicode."""
     try:
@@ -99,25 +98,3 @@ def client_bytes(text: str, target: RemotePath) -> bytes:
             f"(a lone surrogate at character {exc.start})",
             path=target.relative,
         ) from exc
-
-
-def content_text(content: object) -> str:
-    """Text to write; bytes only when they are UTF-8 text (a client holds text, not bytes)."""
-    if isinstance(content, (bytes, bytearray, memoryview)):
-        data = bytes(content)
-        decoded = decode(data)
-        if decoded is None or decoded.encoding != UTF8 or decoded.bom:
-            raise ToolError(
-                _errors.UNSUPPORTED,
-                "a remote workspace holds text only: binary content (or text that is not "
-                "UTF-8 without a BOM) cannot be written through the client",
-                size=len(data),
-            )
-        return decoded.text
-    if not isinstance(content, str):
-        raise ToolError(
-            _errors.INVALID_ARGUMENT,
-            f"content must be str or bytes, not {type(content).__name__}",
-        )
-    encode(content, None)  # a lone surrogate is INVALID_ARGUMENT before any call
-    return content

@@ -22,14 +22,19 @@ Nothing touches the disk before step 4, so any failure leaves the file as it was
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
 from editspec.reference import _errors
-from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import EditResult, EditSpec, Replacement
-from editspec.reference.paths._paths import MISSING, WorkspacePath
+from editspec.reference._store import FilesSession
+from editspec.reference._supports import (
+    refuse_text_notebook,
+    snapshot_message,
+    snapshot_warning,
+)
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
 from editspec.reference.tools import _edit_text
@@ -37,14 +42,13 @@ from editspec.reference.tools._write import (
     check_expected_sha256,
     check_message_id,
     refuse_non_file,
-    replace_locked,
 )
 
 _RESOLVE_ATTEMPTS = 3
 
 
 def edit(
-    session: SessionContext,
+    session: FilesSession,
     path: str,
     edits: Sequence[EditSpec],
     *,
@@ -53,14 +57,15 @@ def edit(
 ) -> EditResult:
     """Apply string replacements to one file, all or nothing. Spec: EDIT-*, TRACK-*, WRITE-*."""
     workspace = session.workspace
+    store = workspace.store
     specs = _edit_text.coerce_edits(edits, max_edits=workspace.limits.edits_per_call)
     expected = check_expected_sha256(expected_sha256)
     message = check_message_id(message_id)
     for _ in range(_RESOLVE_ATTEMPTS):
-        target = workspace.resolve(path)
-        _refuse_notebook(target)
-        with workspace.locks.hold([target.canonical_key]):
-            locked = workspace.resolve(path)
+        target = store.resolve(path)
+        _refuse_notebook(session, target)
+        with store.hold([target.canonical_key]):
+            locked = store.resolve(path)
             if locked.canonical_key != target.canonical_key:
                 continue  # a link changed between resolution and locking: start over
             return _edit_locked(session, locked, specs, expected, message)
@@ -69,8 +74,11 @@ def edit(
     )
 
 
-def _refuse_notebook(target: WorkspacePath) -> None:
-    for name in (target.logical, target.real):
+def _refuse_notebook(session: FilesSession, target: Any) -> None:
+    if not session.workspace.supports.binary:
+        refuse_text_notebook(target.logical_relative)
+        return
+    for name in (target.logical_relative, target.relative):
         if name.lower().endswith(_edit_text.NOTEBOOK_SUFFIX):
             raise ToolError(
                 _errors.UNSUPPORTED,
@@ -81,27 +89,29 @@ def _refuse_notebook(target: WorkspacePath) -> None:
 
 
 def _edit_locked(
-    session: SessionContext,
-    target: WorkspacePath,
+    session: FilesSession,
+    target: Any,
     specs: Sequence[EditSpec],
     expected_sha256: str | None,
     message_id: str | None,
 ) -> EditResult:
     workspace = session.workspace
+    store = workspace.store
     shown = target.logical_relative
     refuse_non_file(target)
-    old_bytes = read_current(workspace, target)
+    old_bytes = store.read_for_edit(target)
     old_digest: Callable[[], str] | None = None
     if old_bytes is None:
         _edit_text.require_creation(shown, specs, expected_sha256)
     else:
-        old_digest = workspace.memo.sha256_later(target.canonical_key, old_bytes)
+        _edit_text.check_edit_size(workspace.limits, shown, len(old_bytes), "is")
+        old_digest = store.sha256_later(target, old_bytes)
     # The in-memory edit runs while the old bytes are hashed; its failures are raised
     # only after the freshness check, which comes first (NOT_READ/STALE, then the rest).
     plan: _Plan | None = None
     failure: ToolError | None = None
     try:
-        plan = _plan(workspace, target, old_bytes, specs)
+        plan = _plan(session, target, old_bytes, specs)
     except ToolError as error:
         failure = error
     old_sha256 = None
@@ -117,13 +127,14 @@ def _edit_locked(
     if failure is not None:
         raise failure
     assert plan is not None
+    workspace.hooks.run_validators(shown, "edit", old_bytes, plan.new_bytes)
     # The new bytes are hashed while they are written; the hash is asked for after.
-    snapshot_created, write_warnings = replace_locked(
-        session,
+    snapshot_created, write_warnings = store.replace(
+        session.id,
         target,
         old_bytes,
         plan.new_bytes,
-        message_id=message_id,
+        message_id=snapshot_message(workspace.supports, message_id),
         new_sha256=plan.new_digest,
         operation="edit",
     )
@@ -138,7 +149,7 @@ def _edit_locked(
         diff=plan.diff,
         snapshot_created=snapshot_created,
         replacements=plan.replacements,
-        warnings=plan.warnings + write_warnings,
+        warnings=plan.warnings + write_warnings + snapshot_warning(workspace.supports, message_id),
         backup_ref=message_id if snapshot_created else None,
     )
 
@@ -156,33 +167,31 @@ class _Plan:
 
 
 def _plan(
-    workspace: WorkspaceContext,
-    target: WorkspacePath,
+    session: FilesSession,
+    target: Any,
     old_bytes: bytes | None,
     specs: Sequence[EditSpec],
 ) -> _Plan:
     """Decode, apply every edit, encode and describe the change; no disk access."""
+    workspace = session.workspace
+    store = workspace.store
     shown = target.logical_relative
     decoded: _text.DecodedText | None = None
     text = ""
     if old_bytes is not None:
-        decoded = workspace.memo.decode(target.canonical_key, old_bytes)
+        decoded = store.decode(target, old_bytes)
         if decoded is None:
             raise ToolError(
                 _errors.BINARY, f"{shown} is a binary file; it cannot be edited as text", path=shown
             )
         text = decoded.text
-    lines = (
-        workspace.memo.line_index(target.canonical_key, old_bytes)
-        if old_bytes is not None
-        else None
-    )
+    lines = store.line_index(target, old_bytes) if old_bytes is not None else None
     edited = _edit_text.apply_specs(
         shown, text, specs, decoded.newline if decoded is not None else None, lines
     )
-    new_bytes = _text.encode(edited.text, decoded)
+    new_bytes = store.encode_text(edited.text, decoded)
     _edit_text.check_edit_size(workspace.limits, shown, len(new_bytes), "would be")
-    new_digest = workspace.memo.sha256_later(target.canonical_key, new_bytes)
+    new_digest = store.sha256_later(target, new_bytes)
     diff = unified_diff(
         shown,
         text,
@@ -194,8 +203,8 @@ def _plan(
     )
     newline = _edit_text.newline_after(text, decoded, edited)
     # The next read or edit of these bytes finds their text here instead of decoding.
-    workspace.memo.remember_text(
-        target.canonical_key,
+    store.remember_text(
+        target,
         new_bytes,
         _text.DecodedText(
             text=edited.text,
@@ -222,25 +231,3 @@ def _plan(
             workspace.limits, shown, len(old_bytes or b""), len(new_bytes)
         ),
     )
-
-
-def read_current(workspace: WorkspaceContext, target: WorkspacePath) -> bytes | None:
-    """The file's bytes (TOO_LARGE over the edit limit), or None when nothing is there."""
-    if target.kind == MISSING:
-        return None
-    shown = target.logical_relative
-    try:
-        size = workspace.fs.lstat(target.real).st_size
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise _errors.from_oserror(exc, shown, action="inspect") from exc
-    _edit_text.check_edit_size(workspace.limits, shown, size, "is")
-    try:
-        data = workspace.memo.read(workspace.fs, target.canonical_key, target.real)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _errors.from_oserror(exc, shown, action="read") from exc
-    _edit_text.check_edit_size(workspace.limits, shown, len(data), "is")
-    return data

@@ -18,10 +18,9 @@ it (UNSUPPORTED) and points here. ``edit_notebook`` changes one cell and nothing
 * The document is validated with ``nbformat`` before and after (INVALID_ARGUMENT for a
   notebook that is not valid nbformat 4; UNSUPPORTED for other major versions, and
   when ``nbformat`` is not installed: the ``notebook`` extra).
-* Everything else is as for Edit: read-before-write and stale detection on the file's
-  hash (``require_fresh``; ``expected_sha256`` stands in for a read), the key lock, an
-  atomic replacement re-verified byte for byte (``_write.replace_locked``), and a
-  snapshot when a ``message_id`` is given.
+* Everything else is as for Edit, through the workspace's store (``_store``): the
+  freshness check (``expected_sha256`` stands in for a read), the key lock, the publish
+  and the snapshot. Without ``Supports.binary`` no cell is edited (UNSUPPORTED).
 """
 
 from __future__ import annotations
@@ -29,30 +28,26 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from warnings import catch_warnings, simplefilter
 
 import attrs
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_integer, check_text, excerpt
-from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import NotebookResult
+from editspec.reference._store import FilesSession, Target
+from editspec.reference._supports import snapshot_message, unsupported
 from editspec.reference.paths._paths import MISSING
 from editspec.reference.text import _text
 from editspec.reference.text._diff import unified_diff
-from editspec.reference.tools._edit import read_current
 from editspec.reference.tools._edit_text import check_edit_size
 from editspec.reference.tools._write import (
     check_expected_sha256,
     check_message_id,
     refuse_non_file,
-    replace_locked,
 )
-
-if TYPE_CHECKING:
-    from editspec.reference.paths._paths import WorkspacePath
 
 NOTEBOOK_SUFFIX = ".ipynb"
 MODES: tuple[str, ...] = ("replace", "insert", "delete")
@@ -182,7 +177,7 @@ def _nbformat() -> Any:
 
 
 def edit_notebook(
-    session: SessionContext,
+    session: FilesSession,
     path: str,
     *,
     cell_id: str | None = None,
@@ -194,18 +189,20 @@ def edit_notebook(
     message_id: str | None = None,
 ) -> NotebookResult:
     """Replace, insert or delete one notebook cell, atomically. Spec: NB-*, TRACK-*, WRITE-*."""
+    if not session.workspace.supports.binary:
+        raise unsupported("notebook editing")
     _check_arguments(mode, cell_id, index, source, cell_type)
     if source is not None:
         _text.encode(source)  # a lone surrogate is INVALID_ARGUMENT before any disk access
     expected = check_expected_sha256(expected_sha256)
     message = check_message_id(message_id)
-    workspace = session.workspace
+    store = session.workspace.store
     request = _Request(mode=mode, cell_id=cell_id, index=index, source=source, cell_type=cell_type)
     for _ in range(_RESOLVE_ATTEMPTS):
-        target = workspace.resolve(path)
+        target = store.resolve(path)
         _require_notebook(target)
-        with workspace.locks.hold([target.canonical_key]):
-            locked = workspace.resolve(path)
+        with store.hold([target.canonical_key]):
+            locked = store.resolve(path)
             if locked.canonical_key != target.canonical_key:
                 continue  # a link changed between resolution and locking: start over
             return _edit_locked(session, locked, request, expected, message)
@@ -223,7 +220,7 @@ class _Request:
     cell_type: str | None
 
 
-def _require_notebook(target: WorkspacePath) -> None:
+def _require_notebook(target: Target) -> None:
     shown = target.logical_relative
     if not shown.lower().endswith(NOTEBOOK_SUFFIX):
         raise ToolError(
@@ -237,8 +234,8 @@ def _require_notebook(target: WorkspacePath) -> None:
 
 
 def _edit_locked(
-    session: SessionContext,
-    target: WorkspacePath,
+    session: FilesSession,
+    target: Any,
     request: _Request,
     expected_sha256: str | None,
     message_id: str | None,
@@ -246,7 +243,7 @@ def _edit_locked(
     workspace = session.workspace
     shown = target.logical_relative
     _require_notebook(target)
-    old_bytes = read_current(workspace, target)
+    old_bytes = workspace.store.read_for_edit(target)
     if old_bytes is None:
         raise ToolError(_errors.NOT_FOUND, f"{shown} does not exist", path=shown)
     old_sha256 = _text.sha256_hex(old_bytes)
@@ -259,8 +256,15 @@ def _edit_locked(
     )
     plan = plan_edit(shown, old_bytes, request)
     check_edit_size(workspace.limits, shown, len(plan.new_bytes), "would be")
-    snapshot_created, write_warnings = replace_locked(
-        session, target, old_bytes, plan.new_bytes, message_id=message_id, operation="notebook"
+    workspace.hooks.run_validators(shown, "notebook", old_bytes, plan.new_bytes)
+    snapshot_created, write_warnings = workspace.store.replace(
+        session.id,
+        target,
+        old_bytes,
+        plan.new_bytes,
+        message_id=snapshot_message(workspace.supports, message_id),
+        new_sha256=None,
+        operation="notebook",
     )
     return NotebookResult(
         path=shown,

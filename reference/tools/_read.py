@@ -14,27 +14,27 @@
   full access record for the session; any other read a partial one, which does not
   authorize a write (TRACK-*).
 
-The ranges themselves are cut in ``_ranges``, which the remote session shares.
+The ranges themselves are cut in ``_ranges``. The file is read through the workspace's
+store (``_store``): a local workspace's bytes with their encoding sniffed (or the one
+asked for), a remote workspace's text as its client gives it; a service that holds
+text only (``Supports.binary`` false) reads no other encoding (UNSUPPORTED).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from editspec.reference import _errors
-from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import ReadResult
-from editspec.reference.paths._paths import DIR, MISSING, OTHER, WorkspacePath
-from editspec.reference.text._text import (
-    BINARY,
-    NONE,
-    decode_as,
-    sniff_mime,
-)
+from editspec.reference._store import FilesSession
+from editspec.reference.paths._paths import DIR, MISSING, OTHER
+from editspec.reference.text._text import BINARY, NONE, UTF8, sniff_mime
 from editspec.reference.tools import _ranges
 
 
-def _target_file(session: SessionContext, path: str) -> WorkspacePath:
-    target = session.workspace.resolve(path)
+def _target_file(session: FilesSession, path: str) -> Any:
+    target = session.workspace.store.resolve(path)
     shown = target.logical_relative
     if target.kind == MISSING:
         raise ToolError(_errors.NOT_FOUND, f"{shown} does not exist", path=shown)
@@ -50,7 +50,7 @@ def _target_file(session: SessionContext, path: str) -> WorkspacePath:
 
 
 def read(
-    session: SessionContext,
+    session: FilesSession,
     path: str,
     *,
     start_line: int | None = None,
@@ -59,37 +59,22 @@ def read(
     max_bytes: int | None = None,
     encoding: str = _ranges.AUTO,
 ) -> ReadResult:
-    """Read a file, a line range or a byte range of it. Spec: READ-*, TRACK-*, PATH-*."""
+    """Read a file, a line range or a byte range of it. Spec: READ-*, TRACK-*, PATH-*, REMOTE-*."""
     workspace = session.workspace
     request = _ranges.read_request(start_line, end_line, start_byte, max_bytes, encoding)
+    if not workspace.supports.binary and request.encoding not in (_ranges.AUTO, UTF8):
+        raise ToolError(
+            _errors.UNSUPPORTED,
+            f"a remote file is read as the text the client gives; encoding {encoding!r} "
+            "does not apply",
+            encoding=encoding,
+        )
     request.require_consistent()
-    chosen = request.encoding
     budget = workspace.limits.read_max_bytes if request.budget is None else request.budget
 
     target = _target_file(session, path)
-    try:
-        data = workspace.memo.read(workspace.fs, target.canonical_key, target.real)
-        mtime_ns = workspace.fs.lstat(target.real).st_mtime_ns
-    except OSError as exc:
-        raise _errors.from_oserror(exc, target.logical_relative, action="read") from exc
-    # Hashed on another core while the text decodes (or known, for bytes seen before).
-    pending_digest = workspace.memo.sha256_later(target.canonical_key, data)
-
-    if chosen == _ranges.AUTO:
-        decoded = workspace.memo.decode(target.canonical_key, data, count_lines=True)
-    elif chosen == BINARY:
-        decoded = None
-    else:
-        decoded = decode_as(data, chosen)
-        if decoded is None:
-            raise ToolError(
-                _errors.INVALID_ARGUMENT,
-                f"{target.logical_relative} is not valid {chosen}",
-                path=target.logical_relative,
-                encoding=chosen,
-            )
-
-    digest = pending_digest()
+    loaded = workspace.store.load(target, request.encoding)
+    data, digest, decoded = loaded.data, loaded.digest, loaded.decoded
     if decoded is None:
         result = _binary(session, target, data, digest, request)
         full = result.start_byte == 0  # the preview is bounded, the file was seen whole
@@ -101,15 +86,15 @@ def read(
         target.canonical_key,
         sha256=digest,
         size=len(data),
-        mtime_ns=mtime_ns,
+        mtime_ns=loaded.mtime_ns,
         full=full,
     )
     return result
 
 
 def _binary(
-    session: SessionContext,
-    target: WorkspacePath,
+    session: FilesSession,
+    target: Any,
     data: bytes,
     digest: str,
     request: _ranges.ReadRequest,

@@ -21,17 +21,21 @@ import re
 import secrets
 import stat
 from collections.abc import Callable
+from typing import Any
 
 from editspec.reference import _errors
 from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._context import SessionContext, WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import WriteResult
-from editspec.reference.paths._paths import DIR, MISSING, OTHER, WorkspacePath, is_within
+from editspec.reference._store import FilesSession, Target
+from editspec.reference._supports import snapshot_message, snapshot_warning
+from editspec.reference.paths._paths import DIR, OTHER, WorkspacePath, is_within
 from editspec.reference.snapshots._records import SnapshotEntry
 from editspec.reference.text._diff import unified_diff
 from editspec.reference.text._text import (
     NONE,
+    UTF8,
     DecodedText,
     decode,
     encode,
@@ -78,6 +82,27 @@ def _content_bytes(content: object) -> bytes | str:
     )
 
 
+def content_text(content: object) -> str:
+    """Text to write where the service holds text: bytes only when they are UTF-8 text."""
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+        decoded = decode(data)
+        if decoded is None or decoded.encoding != UTF8 or decoded.bom:
+            raise ToolError(
+                _errors.UNSUPPORTED,
+                "a remote workspace holds text only: binary content (or text that is not "
+                "UTF-8 without a BOM) cannot be written through the client",
+                size=len(data),
+            )
+        return decoded.text
+    if not isinstance(content, str):
+        raise ToolError(
+            _errors.INVALID_ARGUMENT,
+            f"content must be str or bytes, not {type(content).__name__}",
+        )
+    return content
+
+
 def _encode_like(content: str | bytes, old: bytes | None) -> bytes:
     """Bytes are written as given; text keeps an existing file's encoding and BOM."""
     if isinstance(content, bytes):
@@ -91,7 +116,13 @@ def _encode_like(content: str | bytes, old: bytes | None) -> bytes:
 # -- diffs and display -----------------------------------------------------------------
 
 
-def describe_change(relative: str, old: bytes | None, new: bytes | None) -> tuple[str, str]:
+def describe_change(
+    relative: str,
+    old: bytes | None,
+    new: bytes | None,
+    *,
+    decode: Callable[[bytes], DecodedText | None] = decode,
+) -> tuple[str, str]:
     """``(diff, newline)`` of a change: a unified diff of the texts, or a binary notice."""
     old_text = decode(old) if old is not None else None
     new_text = decode(new) if new is not None else None
@@ -229,8 +260,6 @@ def replace_locked(
     when the hash is needed, so a large file is hashed while it is written. Spec:
     WRITE-*, TRACK-*, SNAP-*, PATH-* (hard links).
     """
-    # The host's validators see the whole new content before anything is published.
-    session.workspace.hooks.run_validators(target.logical_relative, operation, old_bytes, new_bytes)
     digest = sha256_later(new_bytes) if new_sha256 is None else new_sha256
     new_hash: Callable[[], str] = digest if callable(digest) else (lambda: digest)
     workspace = session.workspace
@@ -296,7 +325,7 @@ def replace_locked(
 # -- Write -----------------------------------------------------------------------------
 
 
-def refuse_non_file(target: WorkspacePath) -> None:
+def refuse_non_file(target: Target) -> None:
     """IS_A_DIRECTORY for a directory, INVALID_ARGUMENT for a fifo, socket or device."""
     if target.kind == DIR:
         raise ToolError(
@@ -312,24 +341,8 @@ def refuse_non_file(target: WorkspacePath) -> None:
         )
 
 
-def _read_current(workspace: WorkspaceContext, target: WorkspacePath) -> bytes | None:
-    refuse_non_file(target)
-    if target.kind == MISSING:
-        return None
-    try:
-        return workspace.fs.read_bytes(target.real)
-    except FileNotFoundError as exc:
-        raise ToolError(
-            _errors.STALE,
-            f"{target.logical_relative} disappeared while it was being written; try again",
-            path=target.logical_relative,
-        ) from exc
-    except OSError as exc:
-        raise _errors.from_oserror(exc, target.logical_relative, action="read") from exc
-
-
 def write(
-    session: SessionContext,
+    session: FilesSession,
     path: str,
     content: str | bytes,
     *,
@@ -340,17 +353,19 @@ def write(
 
     ``str`` content is encoded as UTF-8, or, when it replaces a text file with a BOM or
     in UTF-16, in that file's encoding and BOM; newlines are written as given. ``bytes``
-    are written as they are. Creating needs no read; replacing needs a full fresh read in
-    this session or a matching ``expected_sha256``.
+    are written as they are (to a service that holds text only, when they are UTF-8
+    text: REMOTE-*). Creating needs no read; replacing needs a full fresh read in this
+    session or a matching ``expected_sha256``.
     """
     workspace = session.workspace
-    data = _content_bytes(content)
+    store = workspace.store
+    data = _content_bytes(content) if workspace.supports.binary else content_text(content)
     if isinstance(data, str):
         encode(data, None)  # a lone surrogate is INVALID_ARGUMENT before any lock or disk access
     expected = check_expected_sha256(expected_sha256)
     message = check_message_id(message_id)
     for _ in range(_RESOLVE_ATTEMPTS):
-        target = workspace.resolve(path)
+        target = store.resolve(path)
         refuse_non_file(target)
         if isinstance(path, str) and path.endswith(("/", os.sep)):
             raise ToolError(
@@ -358,8 +373,8 @@ def write(
                 f"{path} ends with a separator: it names a directory, not a file",
                 path=path,
             )
-        with workspace.locks.hold([target.canonical_key]):
-            locked = workspace.resolve(path)
+        with store.hold([target.canonical_key]):
+            locked = store.resolve(path)
             if locked.canonical_key != target.canonical_key:
                 continue  # a link changed between resolution and locking: start over
             return _write_locked(session, locked, data, expected, message)
@@ -371,37 +386,33 @@ def write(
 
 
 def _write_locked(
-    session: SessionContext,
-    target: WorkspacePath,
+    session: FilesSession,
+    target: Any,
     content: str | bytes,
     expected_sha256: str | None,
     message_id: str | None,
 ) -> WriteResult:
     workspace = session.workspace
+    store = workspace.store
     shown = target.logical_relative
-    old = _read_current(workspace, target)
-    if old is None:
-        if expected_sha256 is not None:
-            raise ToolError(
-                _errors.STALE,
-                f"{shown} does not exist, so it does not have the expected sha256",
-                path=shown,
-                expected_sha256=expected_sha256,
-                current_sha256=None,
-            )
-        old_sha = None
+    old = store.read_for_write(target)
+    old_sha = check_fresh(session, target, old, expected_sha256)
+    if isinstance(content, str) and not workspace.supports.binary:
+        new = store.encode_text(content, None)  # the text as the service holds it
     else:
-        old_sha = sha256_hex(old)
-        workspace.access.require_fresh(
-            session.id,
-            target.canonical_key,
-            current_sha256=old_sha,
-            expected_sha256=expected_sha256,
-            display_path=shown,
-        )
-    new = _encode_like(content, old)
-    snapshot_created, warnings = replace_locked(session, target, old, new, message_id=message_id)
-    diff, newline = describe_change(shown, old, new)
+        new = _encode_like(content, old)
+    # The host's validators see the whole new content before anything is published.
+    workspace.hooks.run_validators(shown, "write", old, new)
+    snapshot_created, warnings = store.replace(
+        session.id,
+        target,
+        old,
+        new,
+        message_id=snapshot_message(workspace.supports, message_id),
+        new_sha256=None,
+        operation="write",
+    )
+    diff, newline = describe_change(shown, old, new, decode=store.text_of)
     return WriteResult(
         path=shown,
         operation="create" if old is None else "replace",
@@ -411,7 +422,33 @@ def _write_locked(
         newline=newline,
         diff=diff,
         snapshot_created=snapshot_created,
-        warnings=warnings,
+        warnings=warnings + snapshot_warning(workspace.supports, message_id),
         # The previous bytes are restorable through rewind(message_id) (evidence).
         backup_ref=message_id if snapshot_created and old is not None else None,
     )
+
+
+def check_fresh(
+    session: FilesSession, target: Any, old: bytes | None, expected_sha256: str | None
+) -> str | None:
+    """The hash of ``old`` once this session may replace it (NOT_READ, STALE). Spec: TRACK-*."""
+    shown = target.logical_relative
+    if old is None:
+        if expected_sha256 is not None:
+            raise ToolError(
+                _errors.STALE,
+                f"{shown} does not exist, so it does not have the expected sha256",
+                path=shown,
+                expected_sha256=expected_sha256,
+                current_sha256=None,
+            )
+        return None
+    old_sha = sha256_hex(old)
+    session.workspace.access.require_fresh(
+        session.id,
+        target.canonical_key,
+        current_sha256=old_sha,
+        expected_sha256=expected_sha256,
+        display_path=shown,
+    )
+    return old_sha

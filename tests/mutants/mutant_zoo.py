@@ -36,7 +36,7 @@ from editspec.reference import EditSpec, ToolError, Workspace
 from editspec.reference._fs import FileSystem
 from editspec.reference.guards import _access
 from editspec.reference.matching import _matching
-from editspec.reference.patch import _patch
+from editspec.reference.patch import _patch, _patch_commit
 from editspec.reference.paths import _paths
 from editspec.reference.snapshots import _rewind
 from editspec.reference.text import _text
@@ -551,11 +551,12 @@ def _file_by_file() -> None:
             source = workspace.resolve(op.path)
             dest = workspace.resolve(op.move_to) if op.move_to is not None else None
             item = _patch._plan_one(session, op, source, dest)
+            published = _patch.patch_file(item)
 
-            def committed(_txn: str, item: Any = item) -> None:
-                _patch._update_access(session, [item])
+            def committed(_txn: str, published: Any = published) -> None:
+                _patch_commit.update_access(workspace, session.id, [published])
 
-            commit(workspace, [_patch._planned_change(item)], on_committed=committed)
+            commit(workspace, [_patch_commit.planned_change(published)], on_committed=committed)
             changes.append(
                 FileChange(
                     path=item.display,

@@ -125,6 +125,10 @@ def test_message_id_is_accepted_without_a_snapshot(client, remote):
         (lambda s: s.list_directory("."), "UNSUPPORTED"),
         (lambda s: s.edit_notebook("n.ipynb", index=0, source="x"), "UNSUPPORTED"),
         (lambda s: s.read("a.txt", encoding="binary"), "UNSUPPORTED"),
+        (lambda s: s.why_ignored("a.txt"), "UNSUPPORTED"),
+        (lambda s: s.manifest("."), "UNSUPPORTED"),
+        (lambda s: s.delete("a.txt", kind="file"), "UNSUPPORTED"),
+        (lambda s: s.move("a.txt", "b.txt"), "UNSUPPORTED"),
     ],
 )
 def test_what_a_client_cannot_do_is_unsupported(client, remote, call, code):
@@ -761,3 +765,130 @@ def test_a_file_changed_after_its_read_back_fails_the_change(client, remote):
     states = [entry["state"] for entry in caught.value.details["files"]]
     assert states == [NOT_RESTORED] + [RESTORED] * 4
     assert client.relative_files()["f0.txt"] == "f0.txt typed\n"
+
+
+# -- one Session, the host's hooks ------------------------------------------------------------
+
+
+def test_a_remote_session_is_the_engines_session():
+    from editspec.reference import Session
+
+    session = RemoteWorkspace(_Serving({}), ROOT).session("A")
+    assert isinstance(session, Session)
+    # no tool of its own: every method is the Session's, routed to the same tools
+    assert [name for name in vars(type(session)) if not name.startswith("__")] == []
+
+
+def test_a_file_service_without_declarations_is_whole_text():
+    from editspec.reference._supports import WHOLE_TEXT
+
+    workspace = RemoteWorkspace(_Serving({}), ROOT)
+    assert not hasattr(workspace.files, "supports")
+    assert workspace.supports == WHOLE_TEXT
+    assert RemoteWorkspace(LocalFileService(), ROOT).supports == WHOLE_TEXT
+
+
+def test_a_file_service_cannot_declare_more_than_its_two_calls():
+    import attrs
+
+    from editspec.reference._supports import LOCAL_DISK, WHOLE_TEXT
+
+    class Boasting(_Serving):
+        supports = LOCAL_DISK
+
+    for claimed in (LOCAL_DISK, attrs.evolve(WHOLE_TEXT, binary=True)):
+        Boasting.supports = claimed
+        with pytest.raises(ToolError) as caught:
+            RemoteWorkspace(Boasting({}), ROOT)
+        assert caught.value.code == "INVALID_ARGUMENT"
+
+
+def test_remote_deny_rules_apply_to_the_path_as_spelled():
+    files = {"/project/a.txt": "a\n", "/project/.env": "TOKEN=1\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    workspace.hooks.deny(".env")
+    session = workspace.session("A")
+    assert session.read("a.txt").content == "a\n"  # the positive control
+    for call in (
+        lambda: session.read(".env"),
+        lambda: session.read("/project/.env"),
+        lambda: session.write(".env", "stolen\n"),
+    ):
+        with pytest.raises(ToolError) as caught:
+            call()
+        assert caught.value.code == "DENIED"
+    assert files == {"/project/a.txt": "a\n", "/project/.env": "TOKEN=1\n"}
+
+
+def test_remote_validators_refuse_before_anything_is_written():
+    files = {"/project/a.txt": "a\n", "/project/b.json": "{}\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    seen = []
+
+    def check(request):
+        seen.append((request.path, request.operation))
+        return "not JSON" if not request.new_content.startswith(b"{") else None
+
+    workspace.hooks.validate("*.json", check)
+    session = workspace.session("A")
+    session.read("b.json")
+    assert session.write("b.json", '{"a": 1}\n').operation == "replace"  # the positive control
+    session.read("a.txt")
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+        '*** Update File: b.json\n@@\n-{"a": 1}\n+nope\n*** End Patch\n'
+    )
+    for call in (
+        lambda: session.edit("b.json", [EditSpec('{"a": 1}', "nope")]),
+        lambda: session.apply_patch(patch),
+    ):
+        with pytest.raises(ToolError) as caught:
+            call()
+        assert caught.value.code == "INVALID_ARGUMENT"
+    assert files == {"/project/a.txt": "a\n", "/project/b.json": '{"a": 1}\n'}
+    assert seen == [("b.json", "write"), ("b.json", "edit"), ("b.json", "apply_patch")]
+
+
+def test_remote_changes_reach_the_hosts_listeners():
+    files = {"/project/a.txt": "one\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    events = []
+    workspace.hooks.subscribe(events.append)
+    session = workspace.session("A")
+    session.read("a.txt")
+    session.edit("a.txt", [EditSpec("one", "two")], message_id="m")
+    [event] = events
+    assert (event.path, event.operation) == ("a.txt", "patch")
+    assert event.new_sha256 == text_sha256("two\n")
+    assert event.new_bytes() == b"two\n"  # read back through the client
+    assert event.old_bytes() is None  # no snapshot is kept remotely
+    files["/project/a.txt"] = "three\n"
+    assert event.new_bytes() is None  # no longer what the change wrote
+
+
+def test_a_notebook_is_not_edited_or_patched_as_text_through_the_client():
+    files = {"/project/n.ipynb": '{"cells": []}\n', "/project/a.txt": "a\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    session = workspace.session("A")
+    session.read("a.txt")
+    session.edit("a.txt", [EditSpec("a", "b")])  # the positive control
+    session.read("n.ipynb")
+    patch = '*** Begin Patch\n*** Update File: n.ipynb\n@@\n-{"cells": []}\n+{}\n*** End Patch\n'
+    for call in (
+        lambda: session.edit("n.ipynb", [EditSpec("[]", "[1]")]),
+        lambda: session.apply_patch(patch),
+    ):
+        with pytest.raises(ToolError) as caught:
+            call()
+        assert caught.value.code == "UNSUPPORTED"
+        assert "local workspace" in caught.value.message
+    assert files == {"/project/n.ipynb": '{"cells": []}\n', "/project/a.txt": "b\n"}
+
+
+def test_the_text_store_answers_for_paths_it_is_never_asked_to_create_or_unlink():
+    files = {"/project/a.txt": "a\n"}
+    workspace = RemoteWorkspace(_Serving(files), ROOT)
+    store = workspace.store
+    assert store.exists(workspace.resolve("a.txt"))
+    assert not store.exists(workspace.resolve("b.txt"))
+    assert not store.is_link(workspace.resolve("a.txt"))  # the client owns its links
