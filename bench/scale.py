@@ -10,12 +10,13 @@ directory, since the largest tree takes minutes to write) a tree of small source
 
 It prints time per file for each, the medians of per-round ratios to the floors, and the
 exponent of time against size fitted over the sizes (1.0: the time per file stays flat).
-Memory, each in a fresh process (peak resident size minus the size before the call):
+Memory, each in a fresh process (peak resident size after the call minus the resident
+size before it):
 ``glob("**")`` per file listed, and ``grep("^# file", max_results=1000)`` on the largest
 tree, where every file matches (500 000 matches): bounded by ``max_results``, it should
 not grow with the tree.
 
-    python bench/scale.py [--sizes 5000 50000 500000] [--runs 5] [--cache DIR]
+    python bench/scale.py [--sizes 5000 50000 500000] [--runs 5] [--cache DIR] [--memory-only]
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from pathlib import Path
 
 import pairs
 
-from editspec.reference import Workspace
+from editspec.reference import Limits, Workspace
 from editspec.reference.search._grep_rg import find_rg
 
 PER_DIRECTORY = 100
+# A grep of the largest tree on a loaded machine can pass the default 60 s deadline.
+LIMITS = Limits(grep_seconds=3600.0)
 WORDS = ("alpha", "beta", "gamma", "delta", "value", "result", "index", "count", "offset")
 
 
@@ -66,20 +69,21 @@ def memory(root: Path, what: str) -> dict[str, float]:
     """In a fresh process: peak RSS growth (bytes) of one call, and its result size."""
     script = f"""
 import json, resource, sys
-from editspec.reference import Workspace
+from editspec.reference import Limits, Workspace
 import tempfile
-ws = Workspace({str(root)!r}, tempfile.mkdtemp())
+ws = Workspace({str(root)!r}, tempfile.mkdtemp(), Limits(grep_seconds=3600.0))
 s = ws.session("m")
 ws.grep_backend = "rg"
 s.glob("nothing-matches-this")  # imports and caches warm, nothing held
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open("/proc/self/statm") as statm:  # resident now (the peak so far may be higher)
+    before = int(statm.read().split()[1]) * resource.getpagesize()
 if {what!r} == "glob":
     count = len(s.glob("**").paths)
 else:
     result = s.grep("^# file", max_results=1000)
     count = len(result.matches)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({{"grown": (after - before) * 1024, "count": count}}))
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"grown": after - before, "count": count}}))
 """
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
@@ -91,7 +95,7 @@ print(json.dumps({{"grown": (after - before) * 1024, "count": count}}))
 def measure(root: Path, rg: str, runs: int) -> dict[str, pairs.Samples]:
     """Glob and Grep on ``root`` beside ripgrep, in interleaved rounds."""
     with tempfile.TemporaryDirectory() as state:
-        workspace = Workspace(root, state)
+        workspace = Workspace(root, state, LIMITS)
         workspace.grep_backend = "rg"
         session = workspace.session("bench")
 
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cache", default=os.path.join(tempfile.gettempdir(), "editspec-bench-scale")
     )
     parser.add_argument("--build-only", action="store_true", help="build the trees and stop")
+    parser.add_argument("--memory-only", action="store_true", help="skip the timed rounds")
     args = parser.parse_args(argv)
     rg = find_rg()
     if rg is None:
@@ -136,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"Glob and Grep by tree size (median of {args.runs} rounds)\n{pairs.stamp()}")
     rows = []
-    for size in args.sizes:
+    for size in [] if args.memory_only else args.sizes:
         root = Path(args.cache) / str(size)
         samples = measure(root, rg, args.runs)
         glob_ratio = pairs.ratio(samples, "glob **", "rg --files")
@@ -154,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [size for size, _ in rows]
         for name in ("glob **", "rg --files", "grep TODO", "rg TODO"):
             walls = [samples[name].median_wall for _, samples in rows]
-            print(f"fitted exponent of time against size, {name:10}: {exponent(sizes, walls):.2f}")
+            cpus = [samples[name].median_cpu for _, samples in rows]
+            print(
+                f"fitted exponent of time against size, {name:10}: wall "
+                f"{exponent(sizes, walls):.2f}, cpu {exponent(sizes, cpus):.2f}"
+            )
     for size in args.sizes:
         root = Path(args.cache) / str(size)
         glob = memory(root, "glob")
