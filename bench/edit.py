@@ -12,7 +12,7 @@ For each file (1 MiB and 10 MiB, LF and CRLF) it times, as the median of several
 and prints the median of the per-round ratios engine / floor with their range, wall-clock
 and CPU. Target (median of wall ratios): the 10 MiB edit within 2.0x of its floor.
 
-    python bench/edit.py [--runs 15] [--dir DIR]
+    python bench/edit.py [--runs 9] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def bench_one(directory: str, size: int, style: str, newline: str, runs: int) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=15, help="timed runs per case (median)")
+    parser.add_argument("--runs", type=int, default=9, help="timed rounds (median of ratios)")
     parser.add_argument("--dir", default=None, help="where to put the files (default: a temp dir)")
     args = parser.parse_args(argv)
     print(

@@ -19,7 +19,7 @@ rename, fsync of the directory), the least any durable 100-file write does, atom
 file but not as a whole. Target: the engine within 1.5x of its same-work floor (median
 of the wall-clock ratios).
 
-    python bench/patch.py [--runs 5] [--files 100] [--dir DIR]
+    python bench/patch.py [--runs 11] [--files 100] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def bench_case(base: str, files: int, runs: int, message_ids: bool) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs per case (median)")
+    parser.add_argument("--runs", type=int, default=11, help="timed rounds (median of ratios)")
     parser.add_argument("--files", type=int, default=100, help="files the patch updates")
     parser.add_argument("--dir", default=None, help="where to put the files (default: a temp dir)")
     args = parser.parse_args(argv)

@@ -16,7 +16,7 @@ size before it):
 tree, where every file matches (500 000 matches): bounded by ``max_results``, it should
 not grow with the tree.
 
-    python bench/scale.py [--sizes 5000 50000 500000] [--runs 5] [--cache DIR] [--memory-only]
+    python bench/scale.py [--sizes 5000 50000 500000] [--runs 3] [--cache DIR] [--memory-only]
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def exponent(sizes: list[int], times: list[float]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 50_000, 500_000])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--cache", default=os.path.join(tempfile.gettempdir(), "editspec-bench-scale")
     )

@@ -15,7 +15,7 @@ Targets: Grep with ripgrep within 1.3x of bare rg, the Python backend within 5x 
 Glob within 3x of git ls-files, each on the median of the per-round wall-clock ratios
 (printed with their range and the CPU ratios). Exit status 1 when one is missed.
 
-    python bench/search.py [--files 50000] [--dirs 2000] [--runs 5] [--pattern TODO]
+    python bench/search.py [--files 50000] [--dirs 2000] [--runs 7] [--pattern TODO]
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--dirs", type=int, default=2_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--pattern", default="TODO")
     parser.add_argument("--dir", help="where to generate the tree (default: a temp dir)")
     args = parser.parse_args()
