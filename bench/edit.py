@@ -5,24 +5,24 @@ For each file (1 MiB and 10 MiB, LF and CRLF) it times, as the median of several
 * the engine: ``Session.read`` of the whole file, then ``Session.edit`` of one line
   (resolution, locks, freshness check, decoding, matching, diff, atomic replace with
   re-verification, access record), through the public API;
-* the floor, timed in alternation with the engine: what any correct one-line edit must
-  do at least: read the bytes, decode, one ``str.replace``, encode, write a temp file
-  beside the target, fsync, rename.
+* the floor, timed in alternation with the engine (``pairs.interleave``): what any
+  correct one-line edit must do at least: read the bytes, decode, one ``str.replace``,
+  encode, write a temp file beside the target, fsync, rename.
 
-and prints the ratio engine / floor. Target: the 10 MiB edit within 2.0x of its floor.
+and prints the median of the per-round ratios engine / floor with their range, wall-clock
+and CPU. Target (median of wall ratios): the 10 MiB edit within 2.0x of its floor.
 
-    python bench/edit.py [--runs 15] [--dir DIR]
+    python bench/edit.py [--runs 9] [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
+
+import pairs
 
 from editspec.reference import EditSpec, Workspace
 
@@ -65,24 +65,6 @@ def floor_edit(path: str, old: str, new: str) -> None:
     os.replace(temp, path)
 
 
-def interleaved_medians(
-    floor: Callable[[int], None], engine: Callable[[int], None], runs: int
-) -> tuple[float, float]:
-    """Median times of ``floor`` and ``engine``, run in alternation so both see the same load."""
-    times: dict[str, list[float]] = {"floor": [], "engine": []}
-    for run in range(runs + 1):
-        order = [("floor", floor), ("engine", engine)]
-        if run % 2:
-            order.reverse()
-        for name, action in order:
-            started = time.perf_counter()
-            action(run)
-            elapsed = time.perf_counter() - started
-            if run:  # the first run warms caches and imports
-                times[name].append(elapsed)
-    return statistics.median(times["floor"]), statistics.median(times["engine"])
-
-
 def bench_one(directory: str, size: int, style: str, newline: str, runs: int) -> float:
     text, line = make_text(size, newline)
     edited = line.replace("compute(", "recompute(")
@@ -111,23 +93,24 @@ def bench_one(directory: str, size: int, style: str, newline: str, runs: int) ->
         result = session.edit(name, [EditSpec(old, new)])
         assert result.replacements[0].count == 1
 
-    floor_time, engine_time = interleaved_medians(floor, engine, runs)
-    ratio = engine_time / floor_time
+    samples = pairs.interleave({"floor": pairs.Case(floor), "engine": pairs.Case(engine)}, runs)
+    value = pairs.ratio(samples, "engine", "floor")
     print(
-        f"{size // MiB:>4} MiB {style:<5} floor {floor_time * 1000:8.1f} ms   "
-        f"engine {engine_time * 1000:8.1f} ms   ratio {ratio:5.2f}x"
+        f"{size // MiB:>4} MiB {style:<5} floor {samples['floor'].median_wall * 1000:8.1f} ms   "
+        f"engine {samples['engine'].median_wall * 1000:8.1f} ms   {value.text()}"
     )
     os.unlink(floor_path)
-    return ratio
+    return value.median
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=15, help="timed runs per case (median)")
+    parser.add_argument("--runs", type=int, default=9, help="timed rounds (median of ratios)")
     parser.add_argument("--dir", default=None, help="where to put the files (default: a temp dir)")
     args = parser.parse_args(argv)
     print(
-        f"one-line Edit vs floor (median of {args.runs} runs; target <= {TARGET_RATIO}x at 10 MiB)"
+        f"one-line Edit vs floor (median of {args.runs} per-round ratios, range in brackets; "
+        f"target <= {TARGET_RATIO}x at 10 MiB)\n{pairs.stamp()}"
     )
     worst_large = 0.0
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="editspec-bench-") as directory:
@@ -138,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     worst_large = max(worst_large, ratio)
     verdict = "meets" if worst_large <= TARGET_RATIO else "misses"
     print(f"10 MiB: worst ratio {worst_large:.2f}x, {verdict} the {TARGET_RATIO}x target")
+    print(pairs.stamp())
     return 0 if worst_large <= TARGET_RATIO else 1
 
 

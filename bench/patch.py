@@ -1,7 +1,7 @@
 """Benchmark: a 100-file ApplyPatch, against a floor measured in the same run.
 
 The patch changes one line in each of 100 files (about 8 KiB each). Per case it times,
-as the median of several runs:
+in interleaved rounds (``pairs.interleave``: engine, floor, floor, engine, ...):
 
 * the engine: ``Session.apply_patch`` through the public API (parse, resolve, freshness
   checks, decode, hunks, encode, diffs, locks, re-verification, journaled publish with
@@ -10,26 +10,28 @@ as the median of several runs:
 * the floor: a bare loop of ``os`` calls doing the same disk work the engine did in that
   transaction: as many files created and written (with the same sizes), fsyncs,
   renames, links, unlinks, directory creations and directory fsyncs, counted by a
-  ``FileSystem`` subclass on the engine's run.
+  ``FileSystem`` subclass on the engine's runs (the same counts in every timed run).
 
-and prints the ratio engine / floor, the fsync count per transaction (file and directory
+and prints the median of the per-round ratios engine / floor with their range, wall-clock
+and CPU, the CPU time per transaction, the fsync count per transaction (file and directory
 fsyncs), and for scale a second floor: 100 independent atomic writes (temp, fsync,
 rename, fsync of the directory), the least any durable 100-file write does, atomic per
-file but not as a whole. Target: the engine within 1.5x of its same-work floor.
+file but not as a whole. Target: the engine within 1.5x of its same-work floor (median
+of the wall-clock ratios).
 
-    python bench/patch.py [--runs 5] [--files 100] [--dir DIR]
+    python bench/patch.py [--runs 11] [--files 100] [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
+
+import pairs
 
 from editspec.reference import FileSystem, Workspace
 
@@ -184,10 +186,6 @@ def clear(directory: str) -> None:
     os.close(fd)
 
 
-def median(times: list[float]) -> float:
-    return statistics.median(times)
-
-
 def bench_case(base: str, files: int, runs: int, message_ids: bool) -> float:
     label = "with message_id" if message_ids else "no message_id"
     root = os.path.join(base, f"ws-{int(message_ids)}")
@@ -202,77 +200,83 @@ def bench_case(base: str, files: int, runs: int, message_ids: bool) -> float:
     atomic_dir = os.path.join(base, f"atomic-{int(message_ids)}")
     os.makedirs(floor_dir)
     os.makedirs(atomic_dir)
-    engine_times: list[float] = []
-    floor_times: list[float] = []
-    atomic_times: list[float] = []
-    ratios: list[float] = []  # per run: engine and floor ran back to back
-    cpu_times: list[float] = []
-    fsyncs: list[int] = []
-    dir_fsyncs: list[int] = []
-    for run in range(runs + 1):  # the first run warms caches and imports
+    seen: list[tuple[Counter[str], list[int]]] = []  # the engine's disk work, per run
+    patch = {"text": ""}
+
+    def engine_setup(run: int) -> None:
         # Fresh content every run: snapshot blobs are content-addressed and would be
         # found already stored if two runs wrote the same bytes.
-        old, new = f"v{run}", f"v{run + 1}"
         for index in range(files):
             session.read(f"src/module_{index:03d}.py")
-        text = make_patch(files, old, new)
+        patch["text"] = make_patch(files, f"v{run}", f"v{run + 1}")
         fs.reset()
-        started, cpu_started = time.perf_counter(), time.process_time()
-        result = session.apply_patch(text, message_id=f"m{run}" if message_ids else None)
-        engine = time.perf_counter() - started
-        cpu = time.process_time() - cpu_started
+
+    def engine(run: int) -> object:
+        result = session.apply_patch(patch["text"], message_id=f"m{run}" if message_ids else None)
         assert len(result.changes) == files
-        counts, sizes = Counter(fs.counts), list(fs.write_sizes)
+        seen.append((Counter(fs.counts), list(fs.write_sizes)))
+        return result
+
+    def floor_setup(run: int) -> None:
+        counts, sizes = seen[-1]  # the same in every run after the first (checked below)
         clear(floor_dir)
         prepare_floor(floor_dir, counts, max(sizes))
-        started = time.perf_counter()
+
+    def floor(run: int) -> object:
+        counts, sizes = seen[-1]
         floor_same_work(floor_dir, counts, sizes)
-        floor = time.perf_counter() - started
-        contents = [file_text(index, new).encode() for index in range(files)]
+        return None
+
+    def atomic_setup(run: int) -> None:
         clear(atomic_dir)
-        started = time.perf_counter()
-        floor_atomic_writes(atomic_dir, contents)
-        atomic = time.perf_counter() - started
-        if run:
-            engine_times.append(engine)
-            floor_times.append(floor)
-            atomic_times.append(atomic)
-            ratios.append(engine / floor)
-            cpu_times.append(cpu)
-            fsyncs.append(counts["fsync"])
-            dir_fsyncs.append(counts["fsync_dir"])
-    engine_time, floor_time, atomic_time = (
-        median(engine_times),
-        median(floor_times),
-        median(atomic_times),
+
+    def atomic(run: int) -> object:
+        floor_atomic_writes(atomic_dir, [file_text(i, "x").encode() for i in range(files)])
+        return None
+
+    samples = pairs.interleave(
+        {
+            "engine": pairs.Case(engine, engine_setup),
+            "floor": pairs.Case(floor, floor_setup),
+            "atomic": pairs.Case(atomic, atomic_setup),
+        },
+        runs,
     )
-    ratio = median(ratios)
+    # The warm-up run also creates the state directory's folders: not compared. Sizes
+    # differ by a few bytes between runs (the markers' lengths in journals and records).
+    assert all(work[0] == seen[-1][0] for work in seen[1:]), "the engine's disk work changed"
+    counts = seen[-1][0]
+    value = pairs.ratio(samples, "engine", "floor")
     print(
-        f"{label:<16} engine {engine_time * 1000:8.1f} ms   same-work floor "
-        f"{floor_time * 1000:8.1f} ms   ratio {ratio:5.2f}x (median of per-run ratios; "
-        f"range {min(ratios):.2f}-{max(ratios):.2f})"
-    )
-    print(f"{'':<16} engine CPU time {median(cpu_times) * 1000:6.1f} ms per transaction")
-    print(
-        f"{'':<16} fsyncs per transaction: {max(fsyncs)} file + {max(dir_fsyncs)} directory"
-        f" = {max(fsyncs) + max(dir_fsyncs)}   (ops: {dict(sorted(counts.items()))})"
+        f"{label:<16} engine {samples['engine'].median_wall * 1000:8.1f} ms   same-work floor "
+        f"{samples['floor'].median_wall * 1000:8.1f} ms   engine / floor: {value.text()}"
     )
     print(
-        f"{'':<16} {files} independent atomic writes {atomic_time * 1000:8.1f} ms   "
-        f"engine / that {engine_time / atomic_time:5.2f}x"
+        f"{'':<16} CPU per transaction: engine {samples['engine'].median_cpu * 1000:6.1f} ms, "
+        f"floor {samples['floor'].median_cpu * 1000:6.1f} ms"
     )
-    return ratio
+    print(
+        f"{'':<16} fsyncs per transaction: {counts['fsync']} file + {counts['fsync_dir']} "
+        f"directory = {counts['fsync'] + counts['fsync_dir']}"
+        f"   (ops: {dict(sorted(counts.items()))})"
+    )
+    print(
+        f"{'':<16} {files} independent atomic writes "
+        f"{samples['atomic'].median_wall * 1000:8.1f} ms   engine / that: "
+        f"{pairs.ratio(samples, 'engine', 'atomic').text()}"
+    )
+    return value.median
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs per case (median)")
+    parser.add_argument("--runs", type=int, default=11, help="timed rounds (median of ratios)")
     parser.add_argument("--files", type=int, default=100, help="files the patch updates")
     parser.add_argument("--dir", default=None, help="where to put the files (default: a temp dir)")
     args = parser.parse_args(argv)
     print(
-        f"{args.files}-file ApplyPatch vs floor (median of {args.runs} runs; "
-        f"target <= {TARGET_RATIO}x the same-work floor)"
+        f"{args.files}-file ApplyPatch vs floor (median of {args.runs} per-round ratios, "
+        f"range in brackets; target <= {TARGET_RATIO}x the same-work floor)\n{pairs.stamp()}"
     )
     worst = 0.0
     run_case: Callable[[str, int, int, bool], float] = bench_case
@@ -281,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             worst = max(worst, run_case(base, args.files, args.runs, message_ids))
     verdict = "meets" if worst <= TARGET_RATIO else "misses"
     print(f"worst ratio {worst:.2f}x, {verdict} the {TARGET_RATIO}x target")
+    print(pairs.stamp())
     return 0 if worst <= TARGET_RATIO else 1
 
 

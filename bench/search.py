@@ -2,8 +2,8 @@
 
 It generates a tree (default 50 000 files in 2 000 directories, with nested .gitignore
 files, ignored build directories, a few binary files; a git repository, so that both
-ripgrep and git apply the ignore files) in a temporary directory and times, as the
-median of several interleaved runs after one warm-up:
+ripgrep and git apply the ignore files) in a temporary directory and times, in
+interleaved rounds after one warm-up (``pairs.interleave``):
 
 * bare ``rg PATTERN`` at the root (ripgrep's own walk and ignore rules): the floor for Grep;
 * ``Session.grep`` with the ripgrep backend and with the Python backend;
@@ -12,9 +12,10 @@ median of several interleaved runs after one warm-up:
   and ``Session.glob("**/*.py")``.
 
 Targets: Grep with ripgrep within 1.3x of bare rg, the Python backend within 5x of rg,
-Glob within 3x of git ls-files. Exit status 1 when one is missed.
+Glob within 3x of git ls-files, each on the median of the per-round wall-clock ratios
+(printed with their range and the CPU ratios). Exit status 1 when one is missed.
 
-    python bench/search.py [--files 50000] [--dirs 2000] [--runs 5] [--pattern TODO]
+    python bench/search.py [--files 50000] [--dirs 2000] [--runs 7] [--pattern TODO]
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pairs
 
 from editspec.reference import Workspace
 from editspec.reference.search._grep_rg import find_rg
@@ -108,27 +109,11 @@ def generate(root: Path, files: int, dirs: int, seed: int = 7) -> None:
             (root / directory / ".gitignore").write_text(rnd.choice(NESTED_IGNORES))
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(action: Callable[[], object]) -> tuple[float, float, object]:
-    """Wall time, CPU time (this process and the processes it waited for), result."""
-    wall, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
-    result = action()
-    return (
-        time.perf_counter() - wall,
-        time.process_time() - cpu + _children_cpu() - children,
-        result,
-    )
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--dirs", type=int, default=2_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--pattern", default="TODO")
     parser.add_argument("--dir", help="where to generate the tree (default: a temp dir)")
     args = parser.parse_args()
@@ -148,6 +133,7 @@ def main() -> int:
             f"tree: {args.files} files in {args.dirs} directories under {root} "
             f"({time.perf_counter() - started:.1f} s to generate)"
         )
+        print(pairs.stamp())
         workspace = Workspace(root, base / "state")
         session = workspace.session("bench")
 
@@ -195,43 +181,31 @@ def main() -> int:
             "glob **": glob("**"),
             "glob **/*.py": glob("**/*.py"),
         }
-        first: dict[str, float] = {}
-        counts: dict[str, object] = {}
-        walls: dict[str, list[float]] = {name: [] for name in cases}
-        cpus: dict[str, list[float]] = {name: [] for name in cases}
-        for name, action in cases.items():  # the first call of each: caches still cold
-            first[name], _cpu, counts[name] = timed(action)
-        for _ in range(args.runs):
-            for name, action in cases.items():
-                wall, cpu, _result = timed(action)
-                walls[name].append(wall)
-                cpus[name].append(cpu)
-        wall = {name: statistics.median(values) for name, values in walls.items()}
-        cpu = {name: statistics.median(values) for name, values in cpus.items()}
+        samples = pairs.interleave(
+            {name: pairs.Case(lambda _run, act=action: act()) for name, action in cases.items()},
+            args.runs,
+        )
         print(f"\n{'case':24} {'first':>9} {'wall':>9} {'cpu':>9}  result")
-        for name in cases:
+        for name, entry in samples.items():
             print(
-                f"{name:24} {first[name] * 1000:7.1f}ms {wall[name] * 1000:7.1f}ms "
-                f"{cpu[name] * 1000:7.1f}ms  {counts[name]}"
+                f"{name:24} {entry.first_wall * 1000:7.1f}ms {entry.median_wall * 1000:7.1f}ms "
+                f"{entry.median_cpu * 1000:7.1f}ms  {entry.result}"
             )
-        pairs = {
+        ratios = {
             "grep rg / rg": ("grep, rg backend", "rg (bare)"),
             "grep python / rg": ("grep, python backend", "rg (bare)"),
             "glob ** / git": ("glob **", "git ls-files -o"),
             "glob **/*.py / git": ("glob **/*.py", "git ls-files -o"),
         }
-        print(f"\n{'ratio (medians)':24} {'wall':>7} {'cpu':>7}  target (wall)")
+        print(f"\n{'median of per-round ratios (range)':24}")
         failed = False
-        for label, (engine, floor) in pairs.items():
-            ratio = wall[engine] / wall[floor]
-            cpu_ratio = cpu[engine] / cpu[floor]
+        for label, (engine, floor) in ratios.items():
+            value = pairs.ratio(samples, engine, floor)
             target = TARGETS.get(label)
-            verdict = "" if target is None else ("ok" if ratio <= target else "MISSED")
-            failed |= verdict == "MISSED"
-            goal = f"{target}x {verdict}" if target else ""
-            print(f"{label:24} {ratio:6.2f}x {cpu_ratio:6.2f}x  {goal}")
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        print(f"\n{os.cpu_count()} CPUs, load average {load:.1f} during the run")
+            goal = f"target {target}x: {pairs.verdict(value, target)}" if target else ""
+            failed |= "MISSED" in goal
+            print(f"{label:20} {value.text()}  {goal}")
+        print(pairs.stamp())
         return 1 if failed else 0
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -46,14 +46,18 @@ class WireOutput:
         self._lock = anyio.Lock()
 
     async def write(self, text: str) -> None:
-        # The SDK writes a message and its newline in one call, then flushes.
+        # The SDK writes a message and its newline in one call, then flushes: the message
+        # is written and flushed in one hand-off to a worker thread (each costs a thread
+        # wake-up, which on a busy machine is most of a small call's time), and the
+        # SDK's flush that follows finds nothing left to flush.
         async with self._lock:
             data = text.encode("utf-8", "backslashreplace")
-            await anyio.to_thread.run_sync(self._binary.write, data)
+            await anyio.to_thread.run_sync(self._write_flush, data)
 
     async def flush(self) -> None:
+        # Every write above and below has flushed already: nothing is ever buffered here.
         async with self._lock:
-            await anyio.to_thread.run_sync(self._binary.flush)
+            return
 
     async def write_line(self, line: str) -> None:
         async with self._lock:

@@ -110,7 +110,9 @@ def read_header(data: Mapping[str, Any]) -> str:
 def _numbered(content: str, first_line: int) -> str:
     lines = content.splitlines()
     width = max(6, len(str(first_line + len(lines))))
-    return "\n".join(f"{number:>{width}}\t{line}" for number, line in enumerate(lines, first_line))
+    # One C-level format per line (an f-string with a nested width spec costs twice as much
+    # on a 1 MiB read); numbers are positive, so "%Nd" pads them as ">N" does.
+    return "\n".join(map(f"%{width}d\t%s".__mod__, enumerate(lines, first_line)))
 
 
 def read_text(data: Mapping[str, Any]) -> str:

@@ -43,6 +43,7 @@ added line ends as the diff says: "\\n", or nothing after the marker.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -93,7 +94,10 @@ def split_lines(text: str) -> list[tuple[str, str]]:
     """``(content, terminator)`` per line; the last terminator is "" without a final newline."""
     parts = text.split("\n")
     tail = parts.pop()
-    lines = [(part[:-1], "\r\n") if part.endswith("\r") else (part, "\n") for part in parts]
+    if "\r" in text:
+        lines = [(part[:-1], "\r\n") if part.endswith("\r") else (part, "\n") for part in parts]
+    else:  # no CR at all: every line ends in LF (pairs made in C)
+        lines = list(zip(parts, itertools.repeat("\n")))
     if tail:
         lines.append((tail, ""))
     return lines
@@ -118,8 +122,12 @@ def apply_hunks(
     lines = _exact_lines(text) if exact else split_lines(text)
     # Unified: a line's terminator is part of what it must match (the last line may
     # have none); Codex: only its content.
-    finder = _Finder([content + ending if exact else content for content, ending in lines])
-    newline = _newline_for_inserts(lines)
+    finder = _Finder(
+        [content + ending for content, ending in lines]
+        if exact
+        else [content for content, _ in lines]
+    )
+    newline = _newline_for_inserts(text)
     final_newline = not text or text.endswith("\n")
     warnings: list[str] = []
     out: list[tuple[str, str]] = []
@@ -326,6 +334,8 @@ class _Finder:
 
     def find(self, pattern: Sequence[str], start: int, strategy: str) -> list[int]:
         """Every index at or after ``start`` where ``pattern`` matches, in order."""
+        if strategy == EXACT and pattern:
+            return self._find_exact(pattern, start)
         normalised, index = self._view(strategy)
         normalise = self._normalisers[strategy]
         wanted = [normalise(line) for line in pattern]
@@ -339,6 +349,24 @@ class _Finder:
                 break
             if normalised[begin : begin + len(wanted)] == wanted:
                 found.append(begin)
+        return found
+
+    def _find_exact(self, pattern: Sequence[str], start: int) -> list[int]:
+        """``find`` for the exact strategy, without an index: ``list.index`` scans for
+        the pattern's first line (in C) and each candidate is compared as a slice. Most
+        patches match exactly, so most files never pay for an index of every line."""
+        lines, wanted, size = self.lines, list(pattern), len(pattern)
+        first, last = wanted[0], len(self.lines) - size
+        found = []
+        position = max(start, 0)
+        while position <= last:
+            try:
+                position = lines.index(first, position, last + 1)
+            except ValueError:
+                break
+            if lines[position : position + size] == wanted:
+                found.append(position)
+            position += 1
         return found
 
     def first_match(self, pattern: Sequence[str], start: int) -> tuple[str, list[int]]:
@@ -357,9 +385,11 @@ class _Finder:
         )
 
 
-def _newline_for_inserts(lines: Sequence[tuple[str, str]]) -> str:
-    crlf = sum(ending == "\r\n" for _, ending in lines)
-    lf = sum(ending == "\n" for _, ending in lines)
+def _newline_for_inserts(text: str) -> str:
+    """CRLF where most line terminators of ``text`` are CRLF, else LF (as ``split_lines``
+    counts them: a "\\n" after a "\\r" ends a CRLF line, any other ends an LF line)."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
     return "\r\n" if crlf > lf else "\n"
 
 
