@@ -29,13 +29,23 @@ re-verifies the planned old bytes byte-for-byte, lets the caller create snapshot
 4. publish -- update: rename the stage over the target; add: link the stage into place
    (no clobber), unlink the stage; delete: unlink the target; move: link the stage at
    the new path (no clobber), unlink the source, unlink the stage; directories fsynced;
-5. journal rewritten as ``committed``: its rename is the commit point;
+5. journal rewritten as ``committed``: its rename is the commit point, durable once
+   the journal directory is fsynced;
 6. backups removed, then the journal.
 
-Recovery finds a journal in one of two states. ``preparing``: roll back -- restore
-each backup (never by renaming a file onto a link of itself: POSIX makes that a
-silent no-op; the backup name must be gone afterwards), remove each added file whose
-hash is the planned new hash, remove stage files and created directories.
+If that fsync fails, the rename may or may not survive a power cut, and no later fsync
+can prove it did (an fsync that failed is not retried into durability: the kernel may
+have dropped what it could not write). The commit is then undone durably instead: its
+revocation is appended to the committed record's own file and fsynced
+(``_journal.revoke``), so either name a power cut can leave -- the ``preparing``
+record, or the revoked one -- rolls back; then the files are rolled back in-process
+and the call fails with IO_ERROR, the workspace as before. If the revocation cannot be
+made durable either, the outcome is recovery's to decide: NEEDS_RECOVERY, never success.
+
+Recovery finds a journal in one of three states. ``preparing`` and ``revoked``: roll
+back -- restore each backup (never by renaming a file onto a link of itself: POSIX makes
+that a silent no-op; the backup name must be gone afterwards), remove each added file
+whose hash is the planned new hash, remove stage files and created directories.
 ``committed``: finish -- remove leftover backups and stage files. Both are idempotent,
 so a crash during recovery is repaired by the next recovery.
 """
@@ -46,6 +56,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NoReturn
 
 import attrs
 
@@ -57,6 +68,7 @@ from editspec.reference.transactions import _journal
 from editspec.reference.transactions._journal import (
     COMMITTED,
     PREPARING,
+    REVOKED,
     JournalRecord,
 )
 from editspec.reference.transactions._plan import PlannedChange, Step, check_shape, plan_steps
@@ -71,6 +83,7 @@ from editspec.reference.transactions._rollback import (
 
 PREPARE = "prepare"  # step 1: the journal appears as ``preparing``
 COMMIT = "commit"  # step 5: ``preparing`` -> ``committed``, the commit point
+REVOKE = "revoke"  # step 5 could not be made durable: ``committed`` -> ``revoked``
 ROLL_BACK = "roll_back"  # in-process abort, or recovery of a ``preparing`` journal
 FINISH = "finish"  # step 6, or recovery of a ``committed`` journal
 
@@ -79,10 +92,12 @@ TRANSITIONS: Mapping[tuple[str | None, str], str | None] = {
     (None, PREPARE): PREPARING,
     (PREPARING, COMMIT): COMMITTED,
     (PREPARING, ROLL_BACK): None,
+    (COMMITTED, REVOKE): REVOKED,
     (COMMITTED, FINISH): None,
+    (REVOKED, ROLL_BACK): None,
 }
 #: What recovery does with a journal it finds, by its state.
-RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH}
+RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH, REVOKED: ROLL_BACK}
 
 
 def next_state(state: str | None, event: str) -> str | None:
@@ -183,7 +198,7 @@ def _run(
         # process must not publish over a transaction that recovery has yet to undo.
         workspace.mark_needs_recovery(f"transaction {txn_id} was interrupted")
         raise
-    _after_commit(workspace, committed, on_committed)
+    _after_commit(workspace, committed, owned, on_committed)
 
 
 def _as_tool_error(exc: Exception) -> ToolError:
@@ -324,23 +339,22 @@ def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
 
 
 def _after_commit(
-    workspace: WorkspaceContext, record: JournalRecord, on_committed: Callable[[str], object] | None
+    workspace: WorkspaceContext,
+    record: JournalRecord,
+    owned: Owned,
+    on_committed: Callable[[str], object] | None,
 ) -> None:
-    """From the commit point on the change stands: nothing here undoes it."""
+    """From the commit point on the change stands, once the record is durable."""
     fs, txn_id = workspace.fs, record.txn_id
     try:
         fs.fsync_dir(workspace.journal_dir)
     except OSError as exc:
-        # The files are published and durable, the commit record may not be. Keep the
-        # backups (a lost commit record means recovery rolls back and needs them) and
-        # let recover() make the record durable before it removes them. Skip the commit
-        # hook too: if a power cut loses the record, recovery rolls back, and a snapshot
-        # confirmed here, or access records naming the new bytes, would outlive it.
-        # recover() confirms the snapshots of a transaction whose record survives.
-        workspace.mark_needs_recovery(
-            f"transaction {txn_id} is committed but its journal could not be synced: {exc}"
-        )
-        return
+        # The files are published and durable; the commit rename may not be, and a
+        # second fsync would prove nothing. Reporting success here is what a power cut
+        # could undo, so the commit is revoked through the record's own inode and rolled
+        # back. The commit hook never runs: no snapshot or access record names the
+        # change.
+        _revoke(workspace, record, owned, exc)
     if on_committed is not None:
         try:
             on_committed(txn_id)
@@ -359,6 +373,50 @@ def _after_commit(
         # removes them. The change itself is complete, so the call succeeds.
         return
     assert next_state(COMMITTED, FINISH) is None
+
+
+def _revoke(
+    workspace: WorkspaceContext, record: JournalRecord, owned: Owned, cause: OSError
+) -> NoReturn:
+    """Undo a commit whose record could not be made durable; always raises."""
+    txn_id = record.txn_id
+    try:
+        _journal.revoke(workspace.fs, workspace.journal_dir, record)
+    except OSError as exc:
+        # Neither the commit nor its revocation is known to be durable: a power cut may
+        # leave either, and recovery decides which. Not success, and not an error that
+        # claims the workspace is as before.
+        workspace.mark_needs_recovery(
+            f"transaction {txn_id}: neither its commit record nor its revocation could be "
+            f"made durable ({cause}; {exc})"
+        )
+        raise ToolError(
+            _errors.NEEDS_RECOVERY,
+            f"the commit record of transaction {txn_id} could not be synced ({cause}) and "
+            f"neither could its revocation ({exc}); the change is visible but whether it "
+            "survives a power loss is unknown: call recover(), which settles it",
+            transaction=txn_id,
+            errno=cause.errno,
+            cause=_errors.IO_ERROR,
+        ) from exc
+    except BaseException:
+        workspace.mark_needs_recovery(f"the revocation of {txn_id} was interrupted")
+        raise
+    error = ToolError(
+        _errors.IO_ERROR,
+        f"the commit record of transaction {txn_id} could not be synced "
+        f"({cause.strerror or cause}); the change was undone, nothing is changed",
+        errno=cause.errno,
+        path=workspace.journal_dir,
+        transaction=txn_id,
+    )
+    try:
+        _abort(workspace, _advance(record, REVOKE), owned, error)
+    except BaseException as abort_error:
+        if not isinstance(abort_error, ToolError):
+            workspace.mark_needs_recovery(f"the rollback of {txn_id} was interrupted")
+        raise
+    raise error from cause
 
 
 def _abort(
@@ -384,7 +442,7 @@ def _abort(
             cause=error.code,
             transaction=record.txn_id,
         ) from error
-    assert next_state(PREPARING, ROLL_BACK) is None
+    assert next_state(record.state, ROLL_BACK) is None
     _discard_snapshots(workspace, record.txn_id, error)
 
 
