@@ -62,10 +62,6 @@ def _initial_key(roots: Sequence[str], path: str) -> str:
     return f"initial:{path}"
 
 
-def _parent(path: str) -> str:
-    return os.path.dirname(path)
-
-
 def _subtree(entries: Mapping[str, Node], path: str) -> list[str]:
     prefix = path + os.sep
     return [key for key in entries if key == path or key.startswith(prefix)]
@@ -73,8 +69,10 @@ def _subtree(entries: Mapping[str, Node], path: str) -> list[str]:
 
 def _apply(entries: dict[str, Node], op: EntryOp, *, durable_replay: bool) -> None:
     """Apply an entry operation. In a durable replay, impossible operations are skipped."""
-    if durable_replay and not isinstance(entries.get(_parent(op.path)), DirNode):
+    if durable_replay and not isinstance(entries.get(os.path.dirname(op.path)), DirNode):
         return  # its directory did not survive
+    if durable_replay and op.kind == "rename" and op.src not in entries:
+        return  # what it renamed did not survive (its creation, or an earlier rename, lost)
     if op.kind == "add":
         if op.path not in entries:
             assert op.node is not None
@@ -149,7 +147,7 @@ class Simulation:
         *,
         durable: bool = False,
     ) -> None:
-        dirs = {_parent(path)} | ({_parent(src)} if src is not None else set())
+        dirs = {os.path.dirname(path)} | ({os.path.dirname(src)} if src is not None else set())
         entry_op = EntryOp(op.position, kind, path, node, src, frozenset(dirs))
         if durable:
             entry_op.synced.update(dirs)

@@ -202,6 +202,36 @@ def test_a_failed_directory_fsync_is_not_retried_into_durability(base: Path) -> 
         assert names == {frozenset({"first", "second"}), frozenset({"second"})}, model
 
 
+def test_a_rename_back_after_a_failed_fsync_leaves_the_old_name_in_every_state(
+    base: Path,
+) -> None:
+    """The undo of a rename whose sync failed: whether the first rename survives or not,
+    the second one (synced) leaves the file at its old name; a rename of a name that did
+    not survive does not happen."""
+    root = base / "ws"
+    (root / "tree").mkdir()
+    (root / "tree" / "leaf.txt").write_bytes(NEW)  # in the image: durable
+    fs = _failing(2)  # rename, fsync_dir <- EIO
+    recorder = TraceRecorder([root])
+    recorder.start(fs)
+    fs.rename(str(root / "tree"), str(root / "moved"))
+    with pytest.raises(OSError):
+        fs.fsync_dir(str(root))
+    fs.rename(str(root / "moved"), str(root / "tree"))
+    fs.fsync_dir(str(root))
+    recorder.stop()
+    expected = {
+        **files(target_txt=OLD),
+        "tree": trees.Entry.dir(),
+        "tree/leaf.txt": trees.Entry.file(NEW),
+    }
+    for model in ("ordered", "strict"):
+        final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops), model)
+        assert len(final) == 2, model  # the first rename lost, or kept
+        for tree in root_trees(final, root):
+            assert tree == expected, model
+
+
 def test_a_failed_file_fsync_is_not_retried_into_durability(base: Path) -> None:
     root = base / "ws"
     fs = _failing(3)  # create, write, fsync <- EIO

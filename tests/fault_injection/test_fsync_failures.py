@@ -1,0 +1,158 @@
+"""An fsync that fails, then a power cut at every point: no answer a power cut makes false.
+
+For each fsync whose failure the engine once reported as success (the commit record of
+a transaction, the directory of a single-file write, a tree Delete's and a Move's
+rename, a rewind's commit), the fsync fails with EIO and every state the power-loss
+model can leave after it is recovered by a fresh workspace. Once the step has returned,
+a success must find all-after on disk and an error all-before (bytes on disk, compared
+with the trees of a clean run); NEEDS_RECOVERY may find either. The model keeps what a
+failed fsync covered lossy whatever later fsyncs say, so an engine that only retries
+the fsync is caught too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from editspec.fault_injection import harness, standard
+from editspec.fault_injection.checks import baseline
+from editspec.fault_injection.fsync_failures import FsyncFailure, check_fsync_failure
+from editspec.fault_injection.powerloss import Model, TraceOp
+from editspec.fault_injection.scenario import SESSION, Scenario
+from editspec.fault_injection.trees import Entry
+
+Pick = Callable[[Sequence[TraceOp]], int]
+
+
+def fsync_dir_after(renamed: Callable[[TraceOp], bool], *, last: bool = False) -> Pick:
+    """The counted index of the first fsync_dir after the (first or last) rename that
+    ``renamed`` accepts."""
+
+    def pick(trace: Sequence[TraceOp]) -> int:
+        renames = [op for op in trace if op.name == "rename" and renamed(op)]
+        assert renames, "the scenario issues no such rename"
+        chosen = renames[-1] if last else renames[0]
+        return next(op.index for op in trace[chosen.position + 1 :] if op.name == "fsync_dir")
+
+    return pick
+
+
+def committed_rename(op: TraceOp) -> bool:
+    return ".committed." in op.paths[0] and op.paths[1].endswith(".json")
+
+
+def _write_into_root(op: TraceOp) -> bool:
+    return os.path.basename(op.paths[0]).endswith(".tmp") and "editspec-" in op.paths[0]
+
+
+def snapshot_write() -> Scenario:
+    old = b"the old contents\n"
+    return Scenario(
+        name="single-write-snapshot",
+        description="replace one file with Write, with a message id (a snapshot)",
+        initial={"notes.txt": Entry.file(old, 0o644)},
+        steps=(
+            {
+                "call": "write",
+                "session": SESSION,
+                "path": "notes.txt",
+                "content": "the new contents, longer than before\n",
+                "expected_sha256": hashlib.sha256(old).hexdigest(),
+                "message_id": "m1",
+            },
+        ),
+    )
+
+
+def create_file() -> Scenario:
+    return Scenario(
+        name="create-file",
+        description="create a new file with Write (published by link)",
+        initial={"keep.txt": Entry.file(b"kept\n", 0o644)},
+        steps=({"call": "write", "session": SESSION, "path": "new.txt", "content": "fresh\n"},),
+    )
+
+
+def create_in_new_directories() -> Scenario:
+    return Scenario(
+        name="create-in-new-directories",
+        description="create a new file with Write in two directories that do not exist yet",
+        initial={"keep.txt": Entry.file(b"kept\n", 0o644)},
+        steps=({"call": "write", "session": SESSION, "path": "a/b/new.txt", "content": "fresh\n"},),
+    )
+
+
+def delete_empty_directory() -> Scenario:
+    return Scenario(
+        name="delete-empty-directory",
+        description="Delete of an empty directory: one rmdir",
+        initial={"keep.txt": Entry.file(b"kept\n", 0o644), "empty": Entry.dir()},
+        steps=({"call": "delete", "session": SESSION, "path": "empty", "kind": "empty_dir"},),
+    )
+
+
+def fsync_dir_after_rmdir(trace: Sequence[TraceOp]) -> int:
+    rmdir = next(op for op in trace if op.name == "rmdir")
+    return next(op.index for op in trace[rmdir.position + 1 :] if op.name == "fsync_dir")
+
+
+def fsync_dir_after_link(trace: Sequence[TraceOp]) -> int:
+    """The fsync_dir after the link that publishes a new file."""
+    link = next(op for op in trace if op.name == "link")
+    return next(op.index for op in trace[link.position + 1 :] if op.name == "fsync_dir")
+
+
+#: Judged only once the step has returned: a create killed after making a new directory
+#: and before publishing leaves that directory empty (no record names it), so the cuts
+#: during the step are not all-before or all-after whatever the fsync did.
+ONLY_AFTER = frozenset({"create-in-new-directories-directory"})
+
+CASES: dict[str, tuple[Callable[[], Scenario], Pick]] = {
+    "commit-record": (standard.recovery_crash, fsync_dir_after(committed_rename)),
+    "commit-record-of-a-file-delete": (
+        standard.add_delete_move,
+        fsync_dir_after(committed_rename),
+    ),
+    "rewind-commit-record": (standard.rewind_five, fsync_dir_after(committed_rename)),
+    "single-write-directory": (standard.single_write, fsync_dir_after(_write_into_root)),
+    "single-write-with-snapshot": (snapshot_write, fsync_dir_after(_write_into_root)),
+    "create-directory": (create_file, fsync_dir_after_link),
+    "create-in-new-directories-directory": (create_in_new_directories, fsync_dir_after_link),
+    "move-rename": (
+        standard.move_file,
+        fsync_dir_after(lambda op: op.paths[0].endswith("old/moving.txt")),
+    ),
+    "empty-directory-delete": (delete_empty_directory, fsync_dir_after_rmdir),
+    "tree-delete-rename": (
+        standard.delete_tree,
+        fsync_dir_after(lambda op: op.paths[0].endswith(os.sep + "build")),
+    ),
+}
+
+
+def _run(tmp_path: Path, name: str, model: Model = "ordered") -> tuple[FsyncFailure, int]:
+    build, pick = CASES[name]
+    scenario = build()
+    box = harness.Sandbox(tmp_path / "box")
+    at = pick(baseline(box, scenario).trace)
+    return check_fsync_failure(box, scenario, at, model=model, during=name not in ONLY_AFTER), at
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_failed_fsync_then_any_power_cut_leaves_what_the_call_answered(
+    tmp_path: Path, name: str
+) -> None:
+    found, at = _run(tmp_path, name)
+    assert found.states >= 1
+    # The injected call is in the trace, as a failed fsync of a directory.
+    assert found.trace_names.count("fsync_dir") > 1
+    problems = [line for finding in found.findings for line in finding.problems]
+    assert found.passed, (
+        f"{name}: EIO at op {at}, the step answered {found.outcome.code}; "
+        f"{len(found.findings)} of {found.states} power-loss states wrong: {problems[:6]}"
+    )
