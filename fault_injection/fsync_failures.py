@@ -30,7 +30,13 @@ from editspec.fault_injection.checks import (
     with_fault,
 )
 from editspec.fault_injection.faultfs import FailAt, errno_name
-from editspec.fault_injection.powerloss import Model, PowerState, TraceRecorder, power_loss_states
+from editspec.fault_injection.powerloss import (
+    Model,
+    PowerState,
+    TraceOp,
+    TraceRecorder,
+    power_loss_states,
+)
 from editspec.fault_injection.runner import Sandbox
 from editspec.fault_injection.scenario import Outcome, Scenario, perform
 
@@ -46,7 +52,7 @@ class FsyncFailure:
     states: int
     truncated: bool
     findings: tuple[Scenario, ...]
-    trace_names: tuple[str, ...]
+    trace: tuple[TraceOp, ...]  # the faulted step's, the failed call included
 
     @property
     def passed(self) -> bool:
@@ -111,8 +117,8 @@ def check_fsync_failure(
             if finding is not None:
                 findings.append(attrs.evolve(finding, trace=tuple(op.name for op in trace)))
                 if stop_after is not None and len(findings) >= stop_after:
-                    return FsyncFailure(outcome, total, truncated, tuple(findings), finding.trace)
-    return FsyncFailure(outcome, total, truncated, tuple(findings), tuple(op.name for op in trace))
+                    return FsyncFailure(outcome, total, truncated, tuple(findings), trace)
+    return FsyncFailure(outcome, total, truncated, tuple(findings), trace)
 
 
 def _check_state(
