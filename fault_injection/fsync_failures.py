@@ -16,7 +16,7 @@ carrying ``fail_at``, which ``editspec replay`` re-runs.
 from __future__ import annotations
 
 import errno as _errno
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -39,6 +39,41 @@ from editspec.fault_injection.powerloss import (
 )
 from editspec.fault_injection.runner import Sandbox
 from editspec.fault_injection.scenario import Outcome, Scenario, perform
+
+#: Picks the counted index of the call to fail from a clean run's trace.
+Pick = Callable[[Sequence[TraceOp]], int]
+
+
+def fsync_dir_after(renamed: Callable[[TraceOp], bool], *, last: bool = False) -> Pick:
+    """The first fsync_dir after the (first or ``last``) rename that ``renamed`` accepts."""
+
+    def pick(trace: Sequence[TraceOp]) -> int:
+        renames = [op for op in trace if op.name == "rename" and renamed(op)]
+        if not renames:
+            raise ValueError("the step issues no such rename")
+        chosen = renames[-1] if last else renames[0]
+        return next(op.index for op in trace[chosen.position + 1 :] if op.name == "fsync_dir")
+
+    return pick
+
+
+def fsync_dir_after_op(name: str) -> Pick:
+    """The first fsync_dir after the first ``name`` operation (``link``, ``rmdir``, ...)."""
+
+    def pick(trace: Sequence[TraceOp]) -> int:
+        first = next(op for op in trace if op.name == name)
+        return next(op.index for op in trace[first.position + 1 :] if op.name == "fsync_dir")
+
+    return pick
+
+
+def committed_rename(op: TraceOp) -> bool:
+    """The rename that makes a transaction's journal ``committed`` (its commit point)."""
+    return ".committed." in op.paths[0] and op.paths[1].endswith(".json")
+
+
+#: The fsync that makes a transaction's commit record durable.
+COMMIT_RECORD_FSYNC: Pick = fsync_dir_after(committed_rename)
 
 #: An answer that claims nothing about the disk: recovery decides.
 UNDECIDED = frozenset({"NEEDS_RECOVERY"})

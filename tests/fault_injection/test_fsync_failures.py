@@ -14,36 +14,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from editspec.fault_injection import harness, standard
 from editspec.fault_injection.checks import baseline
-from editspec.fault_injection.fsync_failures import FsyncFailure, check_fsync_failure
+from editspec.fault_injection.fsync_failures import (
+    COMMIT_RECORD_FSYNC,
+    FsyncFailure,
+    Pick,
+    check_fsync_failure,
+    fsync_dir_after,
+    fsync_dir_after_op,
+)
 from editspec.fault_injection.powerloss import Model, TraceOp
 from editspec.fault_injection.scenario import SESSION, Scenario
 from editspec.fault_injection.trees import Entry
-
-Pick = Callable[[Sequence[TraceOp]], int]
-
-
-def fsync_dir_after(renamed: Callable[[TraceOp], bool], *, last: bool = False) -> Pick:
-    """The counted index of the first fsync_dir after the (first or last) rename that
-    ``renamed`` accepts."""
-
-    def pick(trace: Sequence[TraceOp]) -> int:
-        renames = [op for op in trace if op.name == "rename" and renamed(op)]
-        assert renames, "the scenario issues no such rename"
-        chosen = renames[-1] if last else renames[0]
-        return next(op.index for op in trace[chosen.position + 1 :] if op.name == "fsync_dir")
-
-    return pick
-
-
-def committed_rename(op: TraceOp) -> bool:
-    return ".committed." in op.paths[0] and op.paths[1].endswith(".json")
 
 
 def _write_into_root(op: TraceOp) -> bool:
@@ -96,38 +84,27 @@ def delete_empty_directory() -> Scenario:
     )
 
 
-def fsync_dir_after_rmdir(trace: Sequence[TraceOp]) -> int:
-    rmdir = next(op for op in trace if op.name == "rmdir")
-    return next(op.index for op in trace[rmdir.position + 1 :] if op.name == "fsync_dir")
-
-
-def fsync_dir_after_link(trace: Sequence[TraceOp]) -> int:
-    """The fsync_dir after the link that publishes a new file."""
-    link = next(op for op in trace if op.name == "link")
-    return next(op.index for op in trace[link.position + 1 :] if op.name == "fsync_dir")
-
-
 #: Judged only once the step has returned: a create killed after making a new directory
 #: and before publishing leaves that directory empty (no record names it), so the cuts
 #: during the step are not all-before or all-after whatever the fsync did.
 ONLY_AFTER = frozenset({"create-in-new-directories-directory"})
 
 CASES: dict[str, tuple[Callable[[], Scenario], Pick]] = {
-    "commit-record": (standard.recovery_crash, fsync_dir_after(committed_rename)),
+    "commit-record": (standard.recovery_crash, COMMIT_RECORD_FSYNC),
     "commit-record-of-a-file-delete": (
         standard.add_delete_move,
-        fsync_dir_after(committed_rename),
+        COMMIT_RECORD_FSYNC,
     ),
-    "rewind-commit-record": (standard.rewind_five, fsync_dir_after(committed_rename)),
+    "rewind-commit-record": (standard.rewind_five, COMMIT_RECORD_FSYNC),
     "single-write-directory": (standard.single_write, fsync_dir_after(_write_into_root)),
     "single-write-with-snapshot": (snapshot_write, fsync_dir_after(_write_into_root)),
-    "create-directory": (create_file, fsync_dir_after_link),
-    "create-in-new-directories-directory": (create_in_new_directories, fsync_dir_after_link),
+    "create-directory": (create_file, fsync_dir_after_op("link")),
+    "create-in-new-directories-directory": (create_in_new_directories, fsync_dir_after_op("link")),
     "move-rename": (
         standard.move_file,
         fsync_dir_after(lambda op: op.paths[0].endswith("old/moving.txt")),
     ),
-    "empty-directory-delete": (delete_empty_directory, fsync_dir_after_rmdir),
+    "empty-directory-delete": (delete_empty_directory, fsync_dir_after_op("rmdir")),
     "tree-delete-rename": (
         standard.delete_tree,
         fsync_dir_after(lambda op: op.paths[0].endswith(os.sep + "build")),
