@@ -90,6 +90,7 @@ class Workspace:
         self.snapshots = SnapshotStore(self)
         self.hooks = Hooks()  # the host's deny rules, validators and change listeners
         self._needs_recovery: str | None = None
+        self.revoked_commits: set[str] = set()
         self._state_lock = threading.Lock()
         if recover:
             self.recover()

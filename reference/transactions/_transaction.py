@@ -71,7 +71,14 @@ from editspec.reference.transactions._journal import (
     REVOKED,
     JournalRecord,
 )
-from editspec.reference.transactions._plan import PlannedChange, Step, check_shape, plan_steps
+from editspec.reference.transactions._plan import (
+    PlannedChange,
+    Step,
+    as_planned,
+    check_shape,
+    plan_steps,
+    publish_change,
+)
 from editspec.reference.transactions._rollback import (
     Owned,
     RollbackIncomplete,
@@ -271,7 +278,7 @@ def _publish(workspace: WorkspaceContext, plan: _Plan, owned: Owned) -> None:
     # in place changes the bytes; one through a new file renamed over the name changes the
     # inode, and its backup still holds the old bytes.
     changed = next(
-        (step for step in steps if step.backup is not None and not _as_planned(fs, step)), None
+        (step for step in steps if step.backup is not None and not as_planned(fs, step)), None
     )
     if changed is not None:
         # Nothing is published yet: the abort only removes what this transaction made.
@@ -287,47 +294,8 @@ def _publish(workspace: WorkspaceContext, plan: _Plan, owned: Owned) -> None:
         )
     # 4. Publish.
     for op, change_steps in plan.changes:
-        _publish_change(fs, op, change_steps, owned)
+        publish_change(fs, op, change_steps, owned)
     _fsync_dirs(fs, {os.path.dirname(step.path) for step in steps})
-
-
-def _as_planned(fs: FileSystem, step: Step) -> bool:
-    """The target's name still links the backup's inode, and that holds the planned bytes."""
-    assert step.backup is not None
-    try:
-        target, backup = fs.lstat(step.path), fs.lstat(step.backup)
-    except FileNotFoundError:
-        return False
-    if (target.st_dev, target.st_ino) != (backup.st_dev, backup.st_ino):
-        return False
-    return fs.read_bytes(step.backup) == step.old_bytes
-
-
-def _publish_change(fs: FileSystem, op: str, steps: Sequence[Step], owned: Owned) -> None:
-    if op == "update":
-        (step,) = steps
-        assert step.stage is not None
-        # The backup link keeps the old bytes; rename never touches it.
-        fs.rename(step.stage, step.path)
-        owned.stages.discard(step.stage)
-    elif op == "add":
-        (step,) = steps
-        assert step.stage is not None
-        fs.link(step.stage, step.path)  # EEXIST if something appeared there: no clobber
-        owned.published.add(step.path)
-        fs.unlink(step.stage)
-        owned.stages.discard(step.stage)
-    elif op == "delete":
-        (step,) = steps
-        fs.unlink(step.path)
-    else:  # move
-        source, destination = steps
-        assert destination.stage is not None
-        fs.link(destination.stage, destination.path)
-        owned.published.add(destination.path)
-        fs.unlink(source.path)
-        fs.unlink(destination.stage)
-        owned.stages.discard(destination.stage)
 
 
 def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
@@ -381,26 +349,16 @@ def _revoke(
     """Undo a commit whose record could not be made durable; always raises."""
     txn_id = record.txn_id
     try:
-        _journal.revoke(workspace.fs, workspace.journal_dir, record)
-    except OSError as exc:
-        # Neither the commit nor its revocation is known to be durable: a power cut may
-        # leave either, and recovery decides which. Not success, and not an error that
-        # claims the workspace is as before.
-        workspace.mark_needs_recovery(
-            f"transaction {txn_id}: neither its commit record nor its revocation could be "
-            f"made durable ({cause}; {exc})"
-        )
-        raise ToolError(
-            _errors.NEEDS_RECOVERY,
-            f"the commit record of transaction {txn_id} could not be synced ({cause}) and "
-            f"neither could its revocation ({exc}); the change is visible but whether it "
-            "survives a power loss is unknown: call recover(), which settles it",
-            transaction=txn_id,
-            errno=cause.errno,
-            cause=_errors.IO_ERROR,
-        ) from exc
-    except BaseException:
-        workspace.mark_needs_recovery(f"the revocation of {txn_id} was interrupted")
+        try:
+            _journal.revoke(workspace.fs, workspace.journal_dir, record)
+            undone = _advance(record, REVOKE)
+        except OSError as exc:
+            # Not through the record's inode: through a new record, ``preparing`` again,
+            # renamed over it and synced (a new rename, whose fsync proves it).
+            undone = _rewrite_preparing(workspace, record, cause, exc)
+    except BaseException as exc:
+        if not isinstance(exc, ToolError):
+            workspace.mark_needs_recovery(f"the revocation of {txn_id} was interrupted")
         raise
     error = ToolError(
         _errors.IO_ERROR,
@@ -411,12 +369,43 @@ def _revoke(
         transaction=txn_id,
     )
     try:
-        _abort(workspace, _advance(record, REVOKE), owned, error)
+        _abort(workspace, undone, owned, error)
     except BaseException as abort_error:
         if not isinstance(abort_error, ToolError):
             workspace.mark_needs_recovery(f"the rollback of {txn_id} was interrupted")
         raise
     raise error from cause
+
+
+def _rewrite_preparing(
+    workspace: WorkspaceContext, record: JournalRecord, cause: OSError, failed: OSError
+) -> JournalRecord:
+    """The second way to undo a commit durably; NEEDS_RECOVERY if it fails too."""
+    preparing = attrs.evolve(record, state=PREPARING)
+    try:
+        _journal.write(workspace.fs, workspace.journal_dir, preparing)
+        workspace.fs.fsync_dir(workspace.journal_dir)
+    except OSError as exc:
+        # Neither the commit nor an undo is known to be durable: a power cut may leave
+        # either, so this is not success, and not an error that claims the workspace is
+        # as before. This process's recovery rolls the change back.
+        workspace.revoked_commits.add(record.txn_id)
+        workspace.mark_needs_recovery(
+            f"transaction {record.txn_id}: neither its commit record nor its revocation "
+            f"could be made durable ({cause}; {failed}; {exc})"
+        )
+        raise ToolError(
+            _errors.NEEDS_RECOVERY,
+            f"the commit record of transaction {record.txn_id} could not be synced ({cause}) "
+            f"and neither could its revocation ({failed}; {exc}); the files hold the new "
+            "bytes, and after a power loss either version may stand: call recover(), which "
+            "rolls the change back",
+            transaction=record.txn_id,
+            errno=cause.errno,
+            cause=_errors.IO_ERROR,
+            not_restored=sorted(entry.path for entry in record.entries),
+        ) from exc
+    return preparing
 
 
 def _abort(
@@ -472,6 +461,16 @@ def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, lis
     Raises ``RollbackIncomplete`` (the journal is kept, so a later recovery retries).
     """
     fs, root, txn_id = workspace.fs, workspace.root, record.txn_id
+    if record.state == REVOKED or txn_id in workspace.revoked_commits:
+        # A revocation this process could not make durable (or one read from the page
+        # cache): written again as a new ``preparing`` record and synced before a file
+        # is touched, or a crash mid-rollback could find the record committed.
+        record = attrs.evolve(record, state=PREPARING)
+        try:
+            _journal.write(fs, workspace.journal_dir, record)
+            fs.fsync_dir(workspace.journal_dir)
+        except OSError as exc:
+            raise RollbackIncomplete({f"journal {txn_id}": f"not rewritten: {exc}"}) from exc
     event = RECOVERY_EVENT[record.state]
     cleaned = roll_back(fs, root, record) if event == ROLL_BACK else finish(fs, root, record)
     hook = "discard_transaction" if event == ROLL_BACK else "confirm_transaction"
@@ -484,4 +483,5 @@ def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, lis
     except OSError as exc:
         raise RollbackIncomplete({f"journal {txn_id}": str(exc)}) from exc
     assert next_state(record.state, event) is None
+    workspace.revoked_commits.discard(txn_id)
     return event, cleaned

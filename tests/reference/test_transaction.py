@@ -657,28 +657,63 @@ def test_an_unsynced_commit_record_is_revoked_and_rolled_back(root: Path, state_
     ws.ensure_writable()  # as before: nothing is left for recovery
 
 
-def test_a_revocation_that_cannot_be_synced_is_never_success(root: Path, state_dir: Path) -> None:
+def _failing_after(fs: FaultyFileSystem, first: int, *later: int) -> None:
+    """Fail counted call ``first`` with EIO, then each of ``later`` (counted after it)."""
+    pending = list(later)
+    fs.arm(FailAt(first, errno.EIO))
+
+    def next_failure(event: OpEvent) -> None:
+        if event.record.outcome.startswith("fail:") and pending:
+            fs.plan = FailAt(event.record.index + pending.pop(0), errno.EIO)
+
+    fs.observers.append(next_failure)
+
+
+def test_a_revocation_that_cannot_be_synced_is_written_as_a_new_record(
+    root: Path, state_dir: Path
+) -> None:
     write(root, "a.txt", b"a")
     ws, fs = armed_workspace(root, state_dir)
     sync_after_commit = _commit_fsync(ws, fs, root)
-    fs.arm(FailAt(sync_after_commit, errno.EIO))
-
-    def fail_the_revocation_fsync(event: OpEvent) -> None:
-        if event.record.outcome.startswith("fail:") and event.record.index == sync_after_commit:
-            fs.plan = FailAt(sync_after_commit + 3, errno.EIO)  # open_append, write, fsync
-
-    fs.observers.append(fail_the_revocation_fsync)
+    _failing_after(fs, sync_after_commit, 3)  # open_append, write, fsync <- EIO
     with pytest.raises(ToolError) as caught:
         commit(ws, [update(ws, "a.txt", b"a", b"c")])
-    assert [op.outcome for op in fs.log if op.outcome != "ok"] == ["fail:EIO", "fail:EIO"]
-    assert fs.log[sync_after_commit + 2].name == "fsync"
+    assert caught.value.code == "IO_ERROR"
+    names = [(op.name, op.outcome) for op in fs.log[sync_after_commit - 1 :]]
+    assert names[:4] == [
+        ("fsync_dir", "fail:EIO"),
+        ("open_append", "ok"),
+        ("write", "ok"),
+        ("fsync", "fail:EIO"),
+    ]
+    # Then the second way: a new preparing record, renamed over the committed one, synced.
+    rename = next(i for i, (name, _) in enumerate(names) if name == "rename")
+    assert names[rename + 1] == ("fsync_dir", "ok")
+    assert tree(root) == {"a.txt": b"a"}
+    assert leftovers(ws) == []
+    ws.ensure_writable()
+
+
+def test_when_no_undo_can_be_synced_the_answer_is_needs_recovery(
+    root: Path, state_dir: Path
+) -> None:
+    write(root, "a.txt", b"a")
+    ws, fs = armed_workspace(root, state_dir)
+    sync_after_commit = _commit_fsync(ws, fs, root)
+    # The commit's fsync, the revocation's, and the new record's fsync_dir:
+    # close +1, then create_exclusive, write, fchmod, fsync, close, rename, fsync_dir.
+    _failing_after(fs, sync_after_commit, 3, 8)
+    with pytest.raises(ToolError) as caught:
+        commit(ws, [update(ws, "a.txt", b"a", b"c")])
+    assert [op.name for op in fs.log if op.outcome != "ok"] == ["fsync_dir", "fsync", "fsync_dir"]
     assert caught.value.code == "NEEDS_RECOVERY"
+    assert caught.value.details["not_restored"] == ["a.txt"]
+    assert (root / "a.txt").read_bytes() == b"c"  # published, and left so: never success
     with pytest.raises(ToolError) as refused:
         ws.ensure_writable()
     assert refused.value.code == "NEEDS_RECOVERY"
-    # The revocation reached the page cache: recovery reads it and rolls back.
-    report = ws.recover()
-    assert report.rolled_back != ()
+    report = ws.recover()  # this process rolls it back, through a record it syncs first
+    assert len(report.rolled_back) == 1
     assert tree(root) == {"a.txt": b"a"}
     assert leftovers(ws) == []
     ws.ensure_writable()
