@@ -75,6 +75,9 @@ def committed_rename(op: TraceOp) -> bool:
 #: The fsync that makes a transaction's commit record durable.
 COMMIT_RECORD_FSYNC: Pick = fsync_dir_after(committed_rename)
 
+#: Extra problems in a recovered state, given the step's answer.
+Judge = Callable[[Sandbox, Outcome], list[str]]
+
 #: An answer that claims nothing about the disk: recovery decides.
 UNDECIDED = frozenset({"NEEDS_RECOVERY"})
 
@@ -113,9 +116,13 @@ def check_fsync_failure(
     limit: int = 4096,
     stop_after: int | None = None,
     during: bool = True,
+    judge: Judge | None = None,
 ) -> FsyncFailure:
     """Fail counted call ``at`` of the last step, then cut the power at every point
-    (``during=False``: only after its last call, where its answer is judged)."""
+    (``during=False``: only after its last call, where its answer is judged).
+
+    ``judge(sandbox, outcome)``: more problems, looked for in each recovered state after
+    the last call (what the answer claims beyond the root's bytes, a snapshot say)."""
     base = baseline(sandbox, scenario)
     runner = make_runner(sandbox, count=scenario.count)
     try:
@@ -139,15 +146,21 @@ def check_fsync_failure(
     failed = not outcome.ok and outcome.code not in UNDECIDED
     groups: Sequence[tuple[range | list[int], tuple[trees.Tree, ...], bool]] = (
         (range(len(trace) if during else 0), (base.before, base.after), False),
-        ([len(trace)], done, failed),
+        ([len(trace)], done, True),
     )
-    for points, acceptable, answered_error in groups:
+    for points, acceptable, returned in groups:
         states, hit = power_loss_states(recorder.image, trace, model, points=points, limit=limit)
         truncated = truncated or hit
         for state in states:
             total += 1
             finding = _check_state(
-                sandbox, scenario, state, model, at, errno, acceptable, answered_error
+                sandbox,
+                scenario,
+                state,
+                Fault(model, at, errno),
+                acceptable,
+                failed=returned and failed,
+                extra=(lambda box: judge(box, outcome)) if returned and judge else None,
             )
             if finding is not None:
                 findings.append(attrs.evolve(finding, trace=tuple(op.name for op in trace)))
@@ -156,15 +169,24 @@ def check_fsync_failure(
     return FsyncFailure(outcome, total, truncated, tuple(findings), trace)
 
 
+@attrs.frozen
+class Fault:
+    """What was injected: the call that failed, its errno, and the power-loss model."""
+
+    model: Model
+    at: int
+    errno: int
+
+
 def _check_state(
     sandbox: Sandbox,
     scenario: Scenario,
     state: PowerState,
-    model: Model,
-    at: int,
-    errno: int,
+    fault: Fault,
     acceptable: tuple[trees.Tree, ...],
+    *,
     failed: bool,
+    extra: Callable[[Sandbox], list[str]] | None,
 ) -> Scenario | None:
     runner = make_runner(sandbox, count=scenario.count)
     try:
@@ -174,11 +196,17 @@ def _check_state(
     problems, _notes, actual = check_outcome(
         sandbox, report, acceptable, journals=runner.checks_journals, failed=failed
     )
+    if extra is not None and report.restart_error is None:
+        problems.extend(extra(sandbox))
     if not problems:
         return None
-    fault = {**power_fault(state, model), "fail_at": at, "errno": errno_name(errno)}
+    injected = {
+        **power_fault(state, fault.model),
+        "fail_at": fault.at,
+        "errno": errno_name(fault.errno),
+    }
     return attrs.evolve(
-        with_fault(scenario, fault),
+        with_fault(scenario, injected),
         expected=acceptable,
         actual=actual,
         problems=tuple(problems),

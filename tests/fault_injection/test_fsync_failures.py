@@ -30,8 +30,9 @@ from editspec.fault_injection.fsync_failures import (
     fsync_dir_after_op,
 )
 from editspec.fault_injection.powerloss import Model, TraceOp
-from editspec.fault_injection.scenario import SESSION, Scenario
+from editspec.fault_injection.scenario import SESSION, Outcome, Scenario
 from editspec.fault_injection.trees import Entry
+from editspec.reference import Workspace
 
 
 def _write_into_root(op: TraceOp) -> bool:
@@ -133,3 +134,30 @@ def test_a_failed_fsync_then_any_power_cut_leaves_what_the_call_answered(
         f"{name}: EIO at op {at}, the step answered {found.outcome.code}; "
         f"{len(found.findings)} of {found.states} power-loss states wrong: {problems[:6]}"
     )
+
+
+def _confirmed_snapshot(op: TraceOp) -> bool:
+    """The rename that confirms a pending snapshot record into its session directory."""
+    return f"{os.sep}_pending{os.sep}" in op.paths[0] and "_pending" not in op.paths[1]
+
+
+def _snapshot_as_answered(box: harness.Sandbox, outcome: Outcome) -> list[str]:
+    if not outcome.ok or not outcome.result.snapshot_created:
+        return []
+    history = Workspace(box.root, box.state_dir).snapshots.history(SESSION)
+    if any(record.message_id == "m1" for record in history.live):
+        return []
+    return ["the write said snapshot_created, but after the power cut no snapshot of m1 counts"]
+
+
+def test_a_snapshot_reported_as_created_survives_a_failed_fsync_and_any_power_cut(
+    tmp_path: Path,
+) -> None:
+    scenario = snapshot_write()
+    box = harness.Sandbox(tmp_path / "box")
+    at = fsync_dir_after(_confirmed_snapshot)(baseline(box, scenario).trace)
+    found = check_fsync_failure(box, scenario, at, judge=_snapshot_as_answered)
+    assert [op.name for op in found.trace if op.failed] == ["fsync_dir"]
+    assert found.outcome.ok and found.outcome.result.snapshot_created
+    problems = [line for finding in found.findings for line in finding.problems]
+    assert found.passed, f"{len(found.findings)} of {found.states} states wrong: {problems[:4]}"
