@@ -42,11 +42,14 @@ record, or the revoked one -- rolls back; then the files are rolled back in-proc
 and the call fails with IO_ERROR, the workspace as before. If the revocation cannot be
 made durable either, the outcome is recovery's to decide: NEEDS_RECOVERY, never success.
 
-Recovery finds a journal in one of three states. ``preparing`` and ``revoked``: roll
-back -- restore each backup (never by renaming a file onto a link of itself: POSIX makes
-that a silent no-op; the backup name must be gone afterwards), remove each added file
-whose hash is the planned new hash, remove stage files and created directories.
-``committed``: finish -- remove leftover backups and stage files. Both are idempotent,
+Recovery finds a journal in one of three states (``revoked`` is first written again as
+``preparing`` and synced, so a crash mid-rollback cannot find it committed; so is a
+committed record this process revoked without making that durable, which
+``revoked_commits`` names). ``preparing`` and ``revoked``: roll back -- restore each
+backup (never by renaming a file onto a link of itself: POSIX makes that a silent
+no-op; the backup name must be gone afterwards), remove each added file whose hash is
+the planned new hash, remove stage files and created directories. ``committed``:
+finish -- remove leftover backups and stage files. Both are idempotent,
 so a crash during recovery is repaired by the next recovery.
 """
 
