@@ -245,7 +245,7 @@ def stage_without_excl() -> Iterator[None]:
 def move_by_copy() -> Iterator[None]:
     """A move is published as a copy written straight to the new path, then the old
     path's removal: the new file never goes through the stage that the journal names."""
-    original = _transaction._publish_change
+    original = _transaction.publish_change
 
     def publish_change(fs: Any, op: str, steps: Any, owned: Any) -> None:
         if op != "move":
@@ -262,7 +262,7 @@ def move_by_copy() -> Iterator[None]:
         fs.unlink(destination.stage)
         owned.stages.discard(destination.stage)
 
-    with replaced(_transaction, "_publish_change", publish_change):
+    with replaced(_transaction, "publish_change", publish_change):
         yield
 
 
