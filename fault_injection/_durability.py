@@ -41,6 +41,14 @@ class EntryOp:
     src: str | None
     dirs: frozenset[str]
     synced: set[str] = attrs.field(factory=set)
+    # Directories whose fsync failed while this operation was pending in them: no later
+    # fsync of theirs makes it durable (an fsync that failed is not retried into
+    # durability: the kernel may have dropped what it could not write).
+    poisoned: set[str] = attrs.field(factory=set)
+
+    def sync(self, directory: str) -> None:
+        if directory not in self.poisoned:
+            self.synced.add(directory)
 
     @property
     def durable(self) -> bool:
@@ -54,10 +62,6 @@ def _initial_key(roots: Sequence[str], path: str) -> str:
     return f"initial:{path}"
 
 
-def _parent(path: str) -> str:
-    return os.path.dirname(path)
-
-
 def _subtree(entries: Mapping[str, Node], path: str) -> list[str]:
     prefix = path + os.sep
     return [key for key in entries if key == path or key.startswith(prefix)]
@@ -65,8 +69,10 @@ def _subtree(entries: Mapping[str, Node], path: str) -> list[str]:
 
 def _apply(entries: dict[str, Node], op: EntryOp, *, durable_replay: bool) -> None:
     """Apply an entry operation. In a durable replay, impossible operations are skipped."""
-    if durable_replay and not isinstance(entries.get(_parent(op.path)), DirNode):
+    if durable_replay and not isinstance(entries.get(os.path.dirname(op.path)), DirNode):
         return  # its directory did not survive
+    if durable_replay and op.kind == "rename" and op.src not in entries:
+        return  # what it renamed did not survive (its creation, or an earlier rename, lost)
     if op.kind == "add":
         if op.path not in entries:
             assert op.node is not None
@@ -83,6 +89,10 @@ def _apply(entries: dict[str, Node], op: EntryOp, *, durable_replay: bool) -> No
         for key, node in moved.items():
             if key != op.src:
                 entries[op.path + key[len(op.src) :]] = node
+
+
+#: Operations that open a descriptor (the others that carry one act on it).
+_OPENING = frozenset({"create_exclusive", "lock_file", "open", "open_append"})
 
 
 class Simulation:
@@ -109,6 +119,9 @@ class Simulation:
         # since their last fsync, and the first byte changed: a cut can leave the old
         # bytes whole, or the new ones cut anywhere from there.
         self.rewritten: dict[int, int] = {}
+        # Files whose fsync failed: their unsynced bytes of then may never reach the
+        # disk, so no later fsync counts for them (the synced bytes stay those before).
+        self.poisoned: set[int] = set()
         self._next_inode = max(image.data, default=0) + 1
 
     def _inside(self, path: str) -> bool:
@@ -134,7 +147,7 @@ class Simulation:
         *,
         durable: bool = False,
     ) -> None:
-        dirs = {_parent(path)} | ({_parent(src)} if src is not None else set())
+        dirs = {os.path.dirname(path)} | ({os.path.dirname(src)} if src is not None else set())
         entry_op = EntryOp(op.position, kind, path, node, src, frozenset(dirs))
         if durable:
             entry_op.synced.update(dirs)
@@ -161,9 +174,22 @@ class Simulation:
         else:
             buffer.extend(bytes(size - len(buffer)))
 
+    def _failed_fsync(self, op: TraceOp) -> None:
+        if op.name == "fsync_dir":
+            for entry_op in self.entry_ops:
+                if op.paths[-1] in entry_op.dirs and not entry_op.durable:
+                    entry_op.poisoned.add(op.paths[-1])
+            return
+        handle = self.fds.get(op.fd) if op.fd is not None else None
+        if handle is not None and self.unsynced_data(handle[0]):
+            self.poisoned.add(handle[0])
+
     def step(self, op: TraceOp) -> None:
         name = op.name
-        if op.fd is not None and name not in ("create_exclusive", "lock_file", "open"):
+        if op.failed:
+            self._failed_fsync(op)
+            return
+        if op.fd is not None and name not in _OPENING:
             handle = self.fds.get(op.fd)
             if handle is None:
                 return  # a descriptor outside the roots
@@ -173,8 +199,9 @@ class Simulation:
                 self._write(inode, offset, op.data)
                 handle[1] = offset + len(op.data)
             elif name == "fsync":
-                self.synced[inode] = bytes(self.data[inode])
-                self.rewritten.pop(inode, None)
+                if inode not in self.poisoned:
+                    self.synced[inode] = bytes(self.data[inode])
+                    self.rewritten.pop(inode, None)
             elif name == "fchmod":
                 assert op.mode is not None
                 self.modes[inode] = op.mode
@@ -184,12 +211,13 @@ class Simulation:
             else:  # close, unlock
                 del self.fds[op.fd]
             return
-        if name == "sync":  # everything written so far is durable
-            for inode in self.data:
+        if name == "sync":  # everything written so far is durable (but what a failed fsync lost)
+            for inode in set(self.data) - self.poisoned:
                 self.synced[inode] = bytes(self.data[inode])
-            self.rewritten.clear()
+                self.rewritten.pop(inode, None)
             for entry_op in self.entry_ops:
-                entry_op.synced.update(entry_op.dirs)
+                for directory in entry_op.dirs:
+                    entry_op.sync(directory)
             return
         path = op.paths[-1]
         if not self._inside(path):
@@ -205,6 +233,10 @@ class Simulation:
                     self.modes[node.inode] = op.mode
         elif name == "symlink":
             self._entry_op(op, "add", path, LinkNode(op.target))
+        elif name == "open_append":  # an existing file, written at its end
+            node = self.entries.get(path)
+            assert isinstance(node, FileNode) and op.fd is not None
+            self.fds[op.fd] = [node.inode, len(self.data[node.inode])]
         elif name in ("create_exclusive", "lock_file", "open"):
             existing = self.entries.get(path)
             if isinstance(existing, FileNode):  # lock_file opens an existing file
@@ -221,7 +253,7 @@ class Simulation:
         elif name == "fsync_dir":
             for entry_op in self.entry_ops:
                 if path in entry_op.dirs:
-                    entry_op.synced.add(path)
+                    entry_op.sync(path)
         elif name == "mkdir":
             mode = op.mode if op.mode is not None else 0o755
             self._entry_op(op, "add", path, DirNode(mode))

@@ -93,16 +93,20 @@ class TraceOp:
     offset: int | None = None  # where a write lands (None: at the descriptor's offset)
     size: int | None = None  # the length a truncate leaves
     target: str = ""  # what a symlink points to
+    # An fsync or fsync_dir that failed (an injected EIO): it made nothing durable, and
+    # what it covered stays lossy whatever later fsyncs say (``_durability``).
+    failed: bool = False
 
     def describe(self) -> str:
         where = " -> ".join(self.paths)
         extra = f" {len(self.data)} bytes" if self.name == "write" else ""
-        return f"{self.name} {where}{extra}"
+        return f"{self.name} {where}{extra}" + (" (failed)" if self.failed else "")
 
 
 _TRACED = frozenset(
     {
         "create_exclusive",
+        "open_append",
         "write",
         "fsync",
         "fchmod",
@@ -160,11 +164,27 @@ class TraceRecorder(Recording):
 
     def __call__(self, event: OpEvent) -> None:
         record = event.record
-        if record.outcome != "ok" or record.name not in _TRACED:
-            return
         name, args = record.name, event.args
+        if record.outcome.startswith("fail:") and name in ("fsync", "fsync_dir"):
+            # Kept in the trace: the model must know that what this fsync covered may
+            # never reach the disk, even if a later fsync of the same file succeeds.
+            self.ops.append(
+                TraceOp(
+                    position=len(self.ops),
+                    name=name,
+                    paths=record.paths,
+                    fd=args[0] if name == "fsync" else None,
+                    index=record.index,
+                    failed=True,
+                )
+            )
+            return
+        if record.outcome != "ok" or name not in _TRACED:
+            return
         op = TraceOp(position=len(self.ops), name=name, paths=record.paths, index=record.index)
-        if name in ("create_exclusive", "lock_file"):
+        if name == "open_append":
+            op = attrs.evolve(op, fd=event.result)
+        elif name in ("create_exclusive", "lock_file"):
             # The mode the file really got (the umask applied, as the platform does it).
             op = attrs.evolve(
                 op, fd=event.result, mode=stat.S_IMODE(os.fstat(event.result).st_mode)

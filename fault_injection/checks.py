@@ -119,6 +119,7 @@ def check_outcome(
     acceptable: Sequence[trees.Tree],
     *,
     journals: bool = True,
+    failed: bool = False,
 ) -> tuple[list[str], list[str], trees.Tree]:
     """Problems and notes about the disk after recovery; and the root's tree.
 
@@ -127,6 +128,7 @@ def check_outcome(
     recovery cannot tell such a temp file from one a live writer in another process
     is still filling. Everything else must match byte for byte. With no ``acceptable``
     tree only recovery itself (and, with ``journals``, what it left) is checked;
+    ``failed``: the one acceptable tree is the one before a step that answered an error;
     ``journals=False`` is for a disk looked at before any recovery, and for a driver that
     does not keep its journals where DESIGN puts them (no ``journal_layout``).
     """
@@ -141,11 +143,12 @@ def check_outcome(
     compared = {path: entry for path, entry in actual.items() if path not in strays}
     if acceptable and not any(trees.equal(tree, compared) for tree in acceptable):
         closest = min(acceptable, key=lambda tree: len(trees.diff(tree, compared)))
-        problems.append(
-            "disk is neither all-before nor all-after:"
-            if len(acceptable) > 1
-            else "disk is not all-after although the step had finished:"
-        )
+        if len(acceptable) > 1:
+            problems.append("disk is neither all-before nor all-after:")
+        elif failed:
+            problems.append("disk is not all-before although the step failed:")
+        else:
+            problems.append("disk is not all-after although the step had finished:")
         problems.extend("  " + line for line in trees.diff(closest, compared))
     leftovers = sandbox.journals() if journals else []
     if leftovers:

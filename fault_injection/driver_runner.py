@@ -34,7 +34,7 @@ from editspec.fault_injection import runner, trees
 from editspec.fault_injection.faultfs import SimulatedCrash
 from editspec.fault_injection.osfaults import OsInterceptor
 from editspec.fault_injection.ostrace import OsTraceRecorder
-from editspec.fault_injection.powerloss import TraceOp, materialize, rebuild_state
+from editspec.fault_injection.powerloss import TraceOp, materialize, state_of_fault
 from editspec.fault_injection.scenario import DriverWorkspace, Outcome, perform
 
 __all__ = ["DriverRunner", "OsWatch", "driver_factory"]
@@ -225,10 +225,7 @@ class DriverRunner:
             )
         self._drop()  # the power went: nothing the process does next reaches the disk
         self.last_trace = tuple(recorder.ops)
-        cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}
-        state = rebuild_state(
-            recorder.image, recorder.ops, int(fault["point"]), fault.get("lost", ()), cut
-        )
+        state = state_of_fault(recorder.image, recorder.ops, fault)
         materialize(state, recorder.roots)
         return attrs.evolve(self._restart_checked("power loss"), outcome=outcome, power_state=state)
 

@@ -294,6 +294,11 @@ class FaultyFileSystem(FileSystem):
         self._fd_paths[fd] = path
         return fd
 
+    def open_append(self, path: str) -> int:
+        fd: int = self._call("open_append", (path,), (path,), lambda: self.inner.open_append(path))
+        self._fd_paths[fd] = path
+        return fd
+
     def write(self, fd: int, data: bytes) -> None:
         self._call(
             "write",

@@ -33,8 +33,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import attrs
 
@@ -84,8 +84,28 @@ __all__ = [
     "power_loss_states",
     "rebuild_state",
     "simulate",
+    "state_of_fault",
     "states_at",
 ]
+
+
+# -- a saved cut, rebuilt ---------------------------------------------------------------
+
+
+def state_of_fault(image: Image, trace: Sequence[TraceOp], fault: Mapping[str, Any]) -> PowerState:
+    """The state a scenario's ``power_loss`` fault names, over this run's ``trace``.
+
+    ``point``: a number of operations, or ``"end"`` (after the last one); ``lost``: trace
+    positions, or ``"unsynced"`` (every entry operation not durable at the point: the
+    harshest cut, described without positions, so one scenario means the same cut for
+    engines whose traces differ); ``cut``: ``[[creator, kept], ...]`` (``rebuild_state``).
+    """
+    point = len(trace) if fault["point"] == "end" else int(fault["point"])
+    lost = fault.get("lost", ())
+    if lost == "unsynced":
+        lost = [op.position for op in simulate(image, trace[:point]).entry_ops if not op.durable]
+    cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}
+    return rebuild_state(image, trace, point, lost, cut)
 
 
 # -- materialize and check ----------------------------------------------------------

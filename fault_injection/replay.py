@@ -42,7 +42,7 @@ from typing import Any, TextIO
 
 from editspec.fault_injection import harness
 from editspec.fault_injection.faultfs import OpEvent
-from editspec.fault_injection.powerloss import TraceChanged, TraceOp
+from editspec.fault_injection.powerloss import PowerState, TraceChanged, TraceOp
 from editspec.fault_injection.replay_process import replay_server
 from editspec.fault_injection.scenario import Outcome, Scenario, describe_step, versions
 
@@ -112,10 +112,16 @@ def _fault_text(fault: Mapping[str, Any]) -> str:
 
 
 def _print_power_trace(
-    out: TextIO, printer: _Printer, trace: Sequence[TraceOp], fault: Mapping[str, Any]
+    out: TextIO,
+    printer: _Printer,
+    trace: Sequence[TraceOp],
+    fault: Mapping[str, Any],
+    state: PowerState | None = None,
 ) -> None:
-    point = int(fault["point"])
-    lost = set(fault.get("lost", ()))
+    # The state rebuilt for this run, if there is one: a fault may name its cut without
+    # positions ("end", "unsynced"), and the state says which operations those are.
+    point = state.point if state is not None else int(fault["point"])
+    lost = set(state.lost if state is not None else fault.get("lost", ()))
     cut = {key: kept for key, kept in fault.get("cut", ())}
     for op in trace:
         if op.position == point:
@@ -128,6 +134,8 @@ def _print_power_trace(
         key = f"op:{op.position}"
         if key in cut:
             note += f"   <== data cut to {cut[key]} bytes"
+        if op.failed:
+            note += "   <== failed: what it covered may never reach the disk"
         out.write(f"      [{op.position:<3}] {op.name:<16} {paths}{size}{note}\n")
     if point >= len(trace):
         out.write("      ---- power cut here, after the last operation ----\n")
@@ -326,11 +334,16 @@ def _replay_steps(
             for record in runner.last_log:
                 if record.outcome.startswith("fail:"):
                     paths = " -> ".join(printer.path(p) for p in record.paths)
+                    where = (
+                        "in the trace below as failed"
+                        if record.name in ("fsync", "fsync_dir")
+                        else "not in the trace below"
+                    )
                     out.write(
                         f"      #{record.index:<3} {record.name:<16} {paths}   <== injected "
-                        f"{record.outcome[5:]}: not in the trace below\n"
+                        f"{record.outcome[5:]}: {where}\n"
                     )
-            _print_power_trace(out, printer, runner.last_trace, fault)
+            _print_power_trace(out, printer, runner.last_trace, fault, report.power_state)
             out.write("    -- restart after the power cut: a fresh workspace recovers --\n")
         if report.outcome is not None:
             out.write(
@@ -356,12 +369,30 @@ def _replay_steps(
             out.write("reproduced\n")
             return 1
         expected = step.get("expect")
+        expect_if = step.get("expect_if")
+        answer = report.outcome
+        if expect_if is not None and answer is not None:
+            # The disk must be what the answer says: all-after for a success, all-before
+            # for an error, either for NEEDS_RECOVERY (as the scenario lists them).
+            expected = expect_if.get(answer.code)
+            if expected is None:
+                out.write(f"  FIRST DIVERGENCE at step {number + 1}:\n")
+                out.write(
+                    f"    the engine answered {answer.code}; the scenario accepts "
+                    f"{', '.join(sorted(expect_if))}\n"
+                )
+                out.write("reproduced\n")
+                return 1
         if expected is None and number == total - 1 and scenario.expected:
             expected = list(scenario.expected)
         if expected is None and report.restart_error is None:
             continue
         problems, notes, _actual = harness.check_outcome(
-            sandbox, report, expected or [], journals=runner.checks_journals
+            sandbox,
+            report,
+            expected or [],
+            journals=runner.checks_journals,
+            failed=answer is not None and not answer.ok,
         )
         for note in notes:
             out.write(f"    note: {note}\n")

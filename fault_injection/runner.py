@@ -43,7 +43,7 @@ from editspec.fault_injection.powerloss import (
     TraceRecorder,
     journal_leftovers,
     materialize,
-    rebuild_state,
+    state_of_fault,
 )
 from editspec.fault_injection.scenario import Outcome, perform
 from editspec.reference import FileSystem, Workspace
@@ -232,8 +232,8 @@ class Runner:
         if kind == "power_loss":
             recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
             recorder.start(self.fs)
-            # Optionally an I/O error first ("fail_at", "errno"): the failed call is not
-            # in the trace, so the power cut sees whatever it did not make durable.
+            # Optionally an I/O error first ("fail_at", "errno"): a failed fsync is in the
+            # trace as failed (what it covered stays lossy), any other failed call is not.
             if "fail_at" in fault:
                 self.fs.arm(FailAt(int(fault["fail_at"]), getattr(_errno, fault["errno"])))
             else:
@@ -243,10 +243,7 @@ class Runner:
             self.fs.arm(None)
             recorder.stop()
             self.last_trace = tuple(recorder.ops)
-            cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}
-            state = rebuild_state(
-                recorder.image, recorder.ops, int(fault["point"]), fault.get("lost", ()), cut
-            )
+            state = state_of_fault(recorder.image, recorder.ops, fault)
             materialize(state, recorder.roots)
             return attrs.evolve(
                 self._restart_checked("power loss"), outcome=outcome, power_state=state

@@ -3,9 +3,10 @@
 A ``Scenario`` is what a failure found by the state machines or the explorer is saved
 as (JSON, ``FORMAT``): the initial tree of the workspace root, the steps (each a plain
 dict such as ``{"call": "write", "session": "s1", "path": "a.txt", "content": "x"}``,
-optionally with the trees the model accepts after it, ``"expect"``), the fault and the
-step it hits, the trees expected and found, the problems seen, and the versions of
-editspec and Python that produced it.
+optionally with the trees the model accepts after it, ``"expect"``, or, keyed by the
+answer the step gives, ``"expect_if"``: ``{"ok": [after], "IO_ERROR": [before]}``), the
+fault and the step it hits, the trees expected and found, the problems seen, and the
+versions of editspec and Python that produced it.
 
 Calls: ``read``, ``write``, ``edit``, ``apply_patch``, ``rewind`` (a session's), and
 ``recover`` (the workspace's); outside the engine, ``external_write`` (optionally keeping
@@ -17,9 +18,11 @@ Faults (``fault``): ``{"kind": "crash", "step": i, "at": k}``,
 ``{"kind": "fail", "step": i, "at": k, "errno": "ENOSPC"}``,
 ``{"kind": "power_loss", "step": i, "model": "ordered", "point": p, "lost": [...],
 "cut": [[creator, kept], ...]}`` (optionally with ``"fail_at": k, "errno": "EIO"``: an
-injected error during the step, before the cut) and ``{"kind": "recovery_crash",
-"step": i, "at": k, "recovery_at": j}``. After a faulted step the process "restarts": a
-fresh ``Workspace`` is opened (its constructor recovers) before the next step.
+injected error during the step, before the cut; ``"point": "end"`` and ``"lost":
+"unsynced"`` name the harshest cut after the step without trace positions) and
+``{"kind": "recovery_crash", "step": i, "at": k, "recovery_at": j}``. After a faulted
+step the process "restarts": a fresh ``Workspace`` is opened (its constructor recovers)
+before the next step.
 
 A scenario may name a server process instead (``"server": {"command": [...], "map":
 "FILE.toml"}``, ``{python}`` standing for the running interpreter): its steps are sent
@@ -280,6 +283,11 @@ def _step_to_json(step: Mapping[str, Any]) -> dict[str, Any]:
         out["content"] = trees.bytes_to_json(out["content"])
     if "expect" in out:
         out["expect"] = [trees.to_json(tree) for tree in out["expect"]]
+    if "expect_if" in out:
+        out["expect_if"] = {
+            code: [trees.to_json(tree) for tree in accepted]
+            for code, accepted in out["expect_if"].items()
+        }
     return out
 
 
@@ -289,12 +297,17 @@ def _step_from_json(step: Mapping[str, Any]) -> dict[str, Any]:
         out["content"] = trees.bytes_from_json(out["content"])
     if "expect" in out:
         out["expect"] = [trees.from_json(tree) for tree in out["expect"]]
+    if "expect_if" in out:
+        out["expect_if"] = {
+            str(code): [trees.from_json(tree) for tree in accepted]
+            for code, accepted in out["expect_if"].items()
+        }
     return out
 
 
 def describe_step(step: Mapping[str, Any]) -> str:
     """One line for a step, for logs and replay output."""
-    hidden = ("call", "expect", "session", "fault", "outcomes", "pause_after")
+    hidden = ("call", "expect", "expect_if", "session", "fault", "outcomes", "pause_after")
     shown = {k: v for k, v in step.items() if k not in hidden}
     for key in ("content", "patch"):
         value = shown.get(key)

@@ -73,6 +73,11 @@ class WorkspaceContext(WorkspaceBase, Protocol):
     def mark_needs_recovery(self, reason: str) -> None:
         """Refuse every mutating call until ``recover()`` succeeds."""
 
+    @property
+    def revoked_commits(self) -> set[str]:
+        """Transactions this process revoked after their commit without making that
+        durable: its recovery rolls them back whatever their journal says (TXN-*)."""
+
 
 class SessionContext(Protocol):
     """One session of a local workspace (``Session`` is one)."""

@@ -45,6 +45,7 @@ _COMPARE_CHUNK = 256 * 1024
 MUTATING: frozenset[str] = frozenset(
     {
         "create_exclusive",
+        "open_append",
         "write",
         "fsync",
         "close",
@@ -268,6 +269,24 @@ class FileSystem:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
         with self._parent(path) as (dir_fd, name):
             return os.open(name, flags, mode, dir_fd=dir_fd)
+
+    def open_append(self, path: str) -> int:
+        """Open an existing regular file for writing at its end (``O_APPEND``); return its fd.
+
+        Never creates the file and never follows a symlink in the last component. The
+        journal's revocation is the one user: a record already renamed into place is
+        amended through its own inode when its directory could not be synced.
+        """
+        flags = os.O_WRONLY | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        with self._parent(path) as (dir_fd, name):
+            fd = os.open(name, flags, dir_fd=dir_fd)
+        try:
+            if not _stat.S_ISREG(os.fstat(fd).st_mode):
+                raise IsADirectoryError(21, "not a regular file", path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def write(self, fd: int, data: bytes) -> None:
         view = memoryview(data)

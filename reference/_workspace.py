@@ -79,6 +79,7 @@ class Workspace:
         self.hooks = Hooks()  # the host's deny rules, validators and change listeners
         self.store = DiskStore(self)  # what the file tools read and publish through
         self._needs_recovery: str | None = None
+        self.revoked_commits: set[str] = set()
         self._state_lock = threading.Lock()
         if recover:
             self.recover()

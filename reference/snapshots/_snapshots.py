@@ -357,7 +357,7 @@ class SnapshotStore:
     def confirm_transaction(self, transaction_id: str) -> None:
         """The transaction committed: its records now count. Idempotent. Spec: SNAP-*, RECOV-*."""
         fs = self._fs
-        touched: set[str] = set()
+        touched: dict[str, list[str]] = {}
         try:
             for name, match in self._pending_of(transaction_id):
                 session_dir = os.path.join(self._root_dir, match.group(2))
@@ -368,9 +368,16 @@ class SnapshotStore:
                     fs.unlink(source)
                 else:
                     fs.rename(source, final)
-                touched.add(session_dir)
-            for session_dir in sorted(touched):
-                fs.fsync_dir(session_dir)
+                touched.setdefault(session_dir, []).append(final)
+            for session_dir, finals in sorted(touched.items()):
+                try:
+                    fs.fsync_dir(session_dir)
+                except OSError:
+                    # The renames may not survive a power cut, and a second fsync would
+                    # prove nothing: each record is written again as a new file renamed
+                    # over itself, and that is synced (or the error stands).
+                    for final in finals:
+                        self._publish(session_dir, os.path.basename(final), fs.read_bytes(final))
             if touched:
                 fs.fsync_dir(self._pending_dir)
         except OSError as exc:

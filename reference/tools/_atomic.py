@@ -7,6 +7,13 @@ against the disk through the caller's ``verify`` callback, renamed over the targ
 the directory is fsynced. A new file is published with ``link`` instead of ``rename``, so
 a file that appeared meanwhile is never clobbered.
 
+If that last fsync fails, the rename may not survive a power cut, and a second fsync of
+the directory would prove nothing (the kernel may have dropped what it could not write).
+The bytes are then published again as a new file renamed over the target, and that
+rename is synced: success once it is. If that fails too, the change is undone the same
+way (the old bytes, or for a new file its removal, synced): IO_ERROR with the file as
+before. If neither can be made durable: NEEDS_RECOVERY, never success.
+
 Every step is one port call, so a fault can land between any two. On any failure the temp
 file is unlinked (best effort) before the error propagates: a live process leaves nothing
 behind. A simulated crash (a ``BaseException`` that is not an ``Exception``) is let
@@ -95,6 +102,7 @@ def _publish(
     mode: int | None,
     verify: Callable[[], None] | None,
     install: Callable[[str], tuple[str, ...]],
+    undo: Callable[[], None] | None,
 ) -> tuple[str, ...]:
     temp: str | None = None
     fd: int | None = None
@@ -117,22 +125,97 @@ def _publish(
         if isinstance(exc, OSError):
             raise _as_tool_error(exc, real_path) from exc
         raise
-    return warnings + _sync_directory(fs, real_path)
-
-
-def _sync_directory(fs: FileSystem, real_path: str) -> tuple[str, ...]:
-    # The new file is in place and visible; a failed directory fsync only means the
-    # rename may not survive a power cut. Undoing the publish would be worse (the
-    # caller's write would be half reported), so it becomes a warning.
-    directory = os.path.dirname(real_path)
     try:
-        fs.fsync_dir(directory)
+        fs.fsync_dir(os.path.dirname(real_path))
     except OSError as exc:
+        return warnings + _make_durable(fs, real_path, data, create_mode, mode, undo, exc)
+    return warnings
+
+
+def _make_durable(
+    fs: FileSystem,
+    real_path: str,
+    data: bytes,
+    create_mode: int,
+    mode: int | None,
+    undo: Callable[[], None] | None,
+    cause: OSError,
+) -> tuple[str, ...]:
+    """The directory fsync after the publish failed: publish again, or undo; never a
+    success that a power cut could take back."""
+    why = cause.strerror or str(cause)
+    try:
+        republish(fs, real_path, data, expected=data, create_mode=create_mode, mode=mode)
+    except OSError:
+        pass
+    else:
         return (
-            f"the directory of the file could not be synced ({exc.strerror or exc}); "
-            "the change is visible but may not survive a power loss",
+            f"the directory of the file could not be synced ({why}); the file was "
+            "published again and that was synced",
         )
-    return ()
+    if undo is not None:
+        try:
+            undo()
+        except OSError as exc:
+            cause_of_undo: OSError | None = exc
+        else:
+            raise ToolError(
+                _errors.IO_ERROR,
+                f"{real_path} could not be made durable (its directory could not be synced: "
+                f"{why}); the change was undone, the file is as before",
+                errno=cause.errno,
+                path=real_path,
+            ) from cause
+    else:
+        cause_of_undo = None
+    raise ToolError(
+        _errors.NEEDS_RECOVERY,
+        f"{real_path} holds the new bytes, but neither they nor the old ones could be made "
+        f"durable (its directory could not be synced: {why}); after a power loss it may "
+        "hold either",
+        errno=cause.errno,
+        path=real_path,
+        undo_error=None if cause_of_undo is None else str(cause_of_undo),
+    ) from cause
+
+
+def republish(
+    fs: FileSystem,
+    real_path: str,
+    data: bytes,
+    *,
+    expected: bytes,
+    create_mode: int,
+    mode: int | None,
+) -> None:
+    """Publish ``data`` at ``real_path`` as a fresh file renamed over it, then sync the
+    directory: a new rename whose durability a successful fsync proves. The target must
+    still hold ``expected`` (the bytes this process put there), or nothing is renamed
+    over it (OSError: another writer's file is never clobbered). The temp file is
+    removed on failure."""
+    temp, fd = _create_temp(fs, real_path, create_mode)
+    try:
+        fs.write(fd, data)
+        if mode is not None:
+            fs.fchmod(fd, mode)
+        fs.fsync(fd)
+        closing, fd = fd, -1
+        fs.close(closing)
+        if fs.read_bytes_unless(real_path, expected) != expected:
+            raise OSError(_errno.ESTALE, "changed by another writer meanwhile", real_path)
+        fs.rename(temp, real_path)
+    except Exception:
+        _discard(fs, temp, fd if fd >= 0 else None)
+        raise
+    fs.fsync_dir(os.path.dirname(real_path))
+
+
+def _unpublish(fs: FileSystem, real_path: str, data: bytes) -> None:
+    """Undo the creation of ``real_path`` (still holding ``data``), durably."""
+    if fs.read_bytes_unless(real_path, data) != data:
+        raise OSError(_errno.ESTALE, "changed by another writer meanwhile", real_path)
+    fs.unlink(real_path)
+    fs.fsync_dir(os.path.dirname(real_path))
 
 
 def atomic_replace(
@@ -142,17 +225,26 @@ def atomic_replace(
     *,
     mode: int | None = None,
     verify: Callable[[], None] | None = None,
+    previous: bytes | None = None,
 ) -> tuple[str, ...]:
     """Replace ``real_path`` with ``data`` atomically; return warnings (usually none).
 
     ``mode``: permission bits for the new file (the old file's, to keep them); None lets
     the umask decide. ``verify``: called just before the rename; it re-reads the target
-    and raises (STALE) if the disk is not what the caller planned against. Failures are
+    and raises (STALE) if the disk is not what the caller planned against. ``previous``:
+    the old bytes, put back if the publish cannot be made durable. Failures are
     ``ToolError``: IO_ERROR with the errno, or whatever ``verify`` raised; the target is
-    then unchanged and no temp file is left. Spec: WRITE-* (atomic, mode kept, no temp
-    file left), TRACK-* (re-verification inside the critical section).
+    then unchanged and no temp file is left; NEEDS_RECOVERY when the new bytes are in
+    place but neither they nor the old ones could be synced (without ``previous``: as
+    soon as the new ones cannot be). Spec: WRITE-* (atomic, mode kept, no temp file
+    left), TRACK-* (re-verification inside the critical section).
     """
     create_mode = 0o600 if mode is not None else DEFAULT_NEW_FILE_MODE
+
+    def undo() -> None:
+        assert previous is not None
+        republish(fs, real_path, previous, expected=data, create_mode=create_mode, mode=mode)
+
     return _publish(
         fs,
         real_path,
@@ -161,6 +253,7 @@ def atomic_replace(
         mode=mode,
         verify=verify,
         install=lambda temp: _rename(fs, temp, real_path),
+        undo=undo if previous is not None else None,
     )
 
 
@@ -219,6 +312,7 @@ def atomic_create(
         mode=mode,
         verify=None,
         install=install,
+        undo=lambda: _unpublish(fs, real_path, data),
     )
 
 

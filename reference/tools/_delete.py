@@ -278,6 +278,7 @@ def _delete_empty_dir(workspace: WorkspaceContext, target: WorkspacePath) -> Del
     shown = target.logical_relative
     with workspace.locks.transactions(exclusive=False), workspace.locks.hold([target.real]):
         try:
+            mode = stat.S_IMODE(workspace.fs.lstat(target.real).st_mode)
             workspace.fs.rmdir(target.real)
         except OSError as exc:
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
@@ -287,7 +288,7 @@ def _delete_empty_dir(workspace: WorkspaceContext, target: WorkspacePath) -> Del
                     path=shown,
                 ) from exc
             raise _errors.from_oserror(exc, shown, action="remove directory") from exc
-        warnings = _fsync_parent(workspace, target.real)
+        _removal_durable(workspace, target.real, mode, shown)
     return DeleteResult(
         path=shown,
         kind="empty_dir",
@@ -297,16 +298,39 @@ def _delete_empty_dir(workspace: WorkspaceContext, target: WorkspacePath) -> Del
         restore_ref=None,
         quarantine=None,
         snapshot_created=False,
-        warnings=warnings,
+        warnings=(),
     )
 
 
-def _fsync_parent(workspace: WorkspaceContext, real: str) -> tuple[str, ...]:
+def _removal_durable(workspace: WorkspaceContext, real: str, mode: int, shown: str) -> None:
+    """Sync the parent after an rmdir; if that fails, make the directory again and sync
+    that (IO_ERROR, as before), or NEEDS_RECOVERY: never a success a power cut undoes."""
+    fs, parent = workspace.fs, os.path.dirname(real)
     try:
-        workspace.fs.fsync_dir(os.path.dirname(real))
+        fs.fsync_dir(parent)
+        return
     except OSError as exc:
-        return (f"the directory of {real} could not be synced: {exc}",)
-    return ()
+        cause = exc
+    why = cause.strerror or str(cause)
+    try:
+        fs.mkdir(real, mode)
+        fs.fsync_dir(parent)
+    except OSError as exc:
+        workspace.mark_needs_recovery(f"{shown}: its removal could not be made durable ({why})")
+        raise ToolError(
+            _errors.NEEDS_RECOVERY,
+            f"{shown} is removed, but neither its removal ({why}) nor its re-creation "
+            f"({exc.strerror or exc}) could be synced; after a power loss it may exist",
+            path=shown,
+            errno=cause.errno,
+        ) from cause
+    raise ToolError(
+        _errors.IO_ERROR,
+        f"the removal of {shown} could not be synced ({why}); it was made again, nothing "
+        "is changed",
+        path=shown,
+        errno=cause.errno,
+    ) from cause
 
 
 def _delete_tree(
@@ -341,8 +365,14 @@ def _delete_tree(
                 if exc.errno != errno.EXDEV:
                     raise _errors.from_oserror(exc, shown, action="delete") from exc
                 return _delete_tree_journaled(session, target, tree, restore_ref)
-            warnings = list(_fsync_parent(workspace, target.real))
-            warnings.extend(_fsync_parent(workspace, quarantine))
+            warnings: list[str] = []
+            try:
+                _intents.make_durable(workspace, target.real, quarantine, shown=shown)
+            except ToolError as exc:
+                if exc.code != _errors.NEEDS_RECOVERY:  # put back durably: nothing is left
+                    workspace.snapshots.discard_transaction(intent_id)
+                    _intents.remove(workspace, intent_id)
+                raise
             moved = scan_tree(workspace, quarantine, target.relative)
             if moved.manifest_sha256 != tree.manifest_sha256:
                 _put_back(workspace, quarantine, target, intent_id)

@@ -202,11 +202,12 @@ def _move(
         else:
             steps = (MoveStep(step="rename", outcome="done"),)
             warnings = []
-            for directory in {os.path.dirname(src.real), os.path.dirname(dst.real)}:
-                try:
-                    fs.fsync_dir(directory)
-                except OSError as exc:
-                    warnings.append(f"the directory {directory} could not be synced: {exc}")
+            try:
+                _intents.make_durable(workspace, src.real, dst.real, shown=shown)
+            except ToolError as exc:
+                if exc.code != _errors.NEEDS_RECOVERY:  # undone durably: nothing is left
+                    _abandon(workspace, intent_id, created, snapshot)
+                raise
         warnings.extend(_intents.confirm(workspace, intent_id, snapshot=snapshot))
         _update_access(session, src, dst, data, files)
     return MoveResult(
@@ -236,14 +237,17 @@ def _missing_parents(workspace: WorkspaceContext, real: str) -> list[str]:
 def _abandon(
     workspace: WorkspaceContext, intent_id: str, created: list[str], snapshot: bool
 ) -> None:
-    if snapshot:
-        workspace.snapshots.discard_transaction(intent_id)
-    _intents.remove(workspace, intent_id)
+    # The directories first, each removal synced, and the intent last: until it goes,
+    # recovery removes them itself after a power cut.
     for directory in reversed(created):
         try:
             workspace.fs.rmdir(directory)
+            workspace.fs.fsync_dir(os.path.dirname(directory))
         except OSError:
             break
+    if snapshot:
+        workspace.snapshots.discard_transaction(intent_id)
+    _intents.remove(workspace, intent_id)
 
 
 def _update_access(

@@ -163,6 +163,9 @@ def _create_parents(workspace: WorkspaceContext, target: WorkspacePath) -> list[
         for directory in _missing_directories(workspace, os.path.dirname(target.real)):
             workspace.fs.mkdir(directory, _NEW_DIRECTORY_MODE)
             created.append(directory)
+            # Durable in its parent before anything goes into it: a power cut that loses
+            # the directory loses the new file with it, after its success was reported.
+            workspace.fs.fsync_dir(os.path.dirname(directory))
     except OSError as exc:
         _remove_directories(workspace, created)
         raise _errors.from_oserror(exc, target.logical_relative, action="create directory") from exc
@@ -170,10 +173,12 @@ def _create_parents(workspace: WorkspaceContext, target: WorkspacePath) -> list[
 
 
 def _remove_directories(workspace: WorkspaceContext, created: list[str]) -> None:
-    """Undo ``_create_parents`` after a failed create (best effort, deepest first)."""
+    """Undo ``_create_parents`` after a failed create (best effort, deepest first; each
+    removal synced in its parent, so a power cut after the error brings none back)."""
     for directory in reversed(created):
         try:
             workspace.fs.rmdir(directory)
+            workspace.fs.fsync_dir(os.path.dirname(directory))
         except OSError:
             return
 
@@ -300,8 +305,13 @@ def replace_locked(
             publish_warnings = atomic_create(fs, target.real, new_bytes)
         else:
             verify = _verifier(workspace, target, old_bytes)
-            publish_warnings = atomic_replace(fs, target.real, new_bytes, mode=mode, verify=verify)
-    except Exception:
+            publish_warnings = atomic_replace(
+                fs, target.real, new_bytes, mode=mode, verify=verify, previous=old_bytes
+            )
+    except Exception as exc:
+        if isinstance(exc, ToolError) and exc.code == _errors.NEEDS_RECOVERY:
+            # Published, but not durably, and not undone durably either.
+            workspace.mark_needs_recovery(f"{target.logical_relative}: {exc.message}")
         _remove_directories(workspace, created)
         _settle_snapshot(session, transaction_id, published=False)
         raise

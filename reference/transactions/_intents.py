@@ -26,12 +26,15 @@ or ``m`` (move) followed by 32 hex digits.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import secrets
 from typing import TYPE_CHECKING
 
+from editspec.reference import _errors
+from editspec.reference._errors import ToolError
 from editspec.reference._fs import makedirs
 
 if TYPE_CHECKING:
@@ -83,6 +86,47 @@ def write(
         fs.close(fd)
     fs.rename(temp, os.path.join(directory, f"{intent_id}.intent.json"))
     fs.fsync_dir(directory)
+
+
+def make_durable(workspace: WorkspaceContext, source: str, dest: str, *, shown: str) -> None:
+    """After the commit rename ``source`` -> ``dest`` (absolute): sync both directories.
+
+    If that fails, the rename may not survive a power cut, and a second fsync would
+    prove nothing (the kernel may have dropped what it could not write). The rename is
+    then undone by a new one, and that is synced: IO_ERROR, the workspace as before (the
+    caller abandons the intent). If the undo cannot be made durable either: NEEDS_RECOVERY
+    (the intent stays, so recovery confirms or discards by what the disk holds), never
+    success (DEL-*, MOVE-*)."""
+    fs = workspace.fs
+    directories = sorted({os.path.dirname(source), os.path.dirname(dest)})
+    try:
+        for directory in directories:
+            fs.fsync_dir(directory)
+        return
+    except OSError as exc:
+        cause = exc
+    why = cause.strerror or str(cause)
+    try:
+        if fs.lexists(source):
+            raise OSError(errno.EEXIST, "its old name is taken again", source)
+        fs.rename(dest, source)
+        for directory in directories:
+            fs.fsync_dir(directory)
+    except OSError as exc:
+        workspace.mark_needs_recovery(f"{shown}: the rename could not be made durable ({why})")
+        raise ToolError(
+            _errors.NEEDS_RECOVERY,
+            f"{shown}: the rename could not be synced ({why}) and neither could its undo "
+            f"({exc.strerror or exc}); after a power loss either may stand: call recover()",
+            path=shown,
+            errno=cause.errno,
+        ) from cause
+    raise ToolError(
+        _errors.IO_ERROR,
+        f"{shown}: the rename could not be synced ({why}); it was undone, nothing is changed",
+        path=shown,
+        errno=cause.errno,
+    ) from cause
 
 
 def confirm(workspace: WorkspaceContext, intent_id: str, *, snapshot: bool) -> tuple[str, ...]:

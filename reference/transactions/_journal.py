@@ -11,6 +11,16 @@ stage and backup files beside their target and named for the transaction, create
 directories only ancestors of their file. A journal that fails any check is
 CORRUPT_JOURNAL and recovery touches nothing.
 
+A ``committed`` record can be *revoked* afterwards through its own inode: one line,
+``{"revoked":"<sha256 of the record's bytes>"}``, appended and fsynced
+(``revoke``). That is how a commit whose directory fsync failed is undone durably: the
+rename that made the record ``committed`` may or may not survive a power cut, but
+either name then leads to a record recovery rolls back (the ``preparing`` one, or the
+revoked one). The appended line is written once, never rewritten, so a power cut while
+it is written leaves a prefix of it (the model's 4 KiB steps): a proper prefix is a
+revocation that never completed -- the call that wrote it had not returned -- and
+reads as ``committed``; anything else after the record is CORRUPT_JOURNAL.
+
 This module only formats and stores records; what the states mean, and every state
 change, lives in ``_transaction``.
 """
@@ -34,6 +44,8 @@ from editspec.reference._fs import FileSystem, makedirs
 VERSION = 1
 PREPARING = "preparing"
 COMMITTED = "committed"
+#: A committed record with its revocation appended (never the ``state`` field itself).
+REVOKED = "revoked"
 STATES: frozenset[str] = frozenset({PREPARING, COMMITTED})
 
 #: Entry kinds: one per path a transaction touches (a move is two entries).
@@ -134,6 +146,14 @@ def encode(record: JournalRecord) -> bytes:
     return _canonical(body) + b"\n"
 
 
+def revocation(record: JournalRecord) -> bytes:
+    """The line ``revoke`` appends to ``record`` (``committed``) as it is on disk."""
+    if record.state not in (COMMITTED, REVOKED):
+        raise ValueError(f"only a committed record is revoked, not a {record.state!r} one")
+    on_disk = encode(attrs.evolve(record, state=COMMITTED))
+    return _canonical({"revoked": hashlib.sha256(on_disk).hexdigest()}) + b"\n"
+
+
 def seal(data: bytes) -> bytes:
     """``data`` (a journal's JSON object, possibly altered) with its checksum recomputed.
 
@@ -168,6 +188,23 @@ def decode(data: bytes, *, root: str, txn_id: str | None = None, where: str = ""
 
 
 def _decode(data: bytes, *, root: str, txn_id: str | None) -> JournalRecord:
+    head, newline, tail = data.partition(b"\n")
+    record = _decode_record(head + newline, root=root, txn_id=txn_id)
+    if not tail:
+        return record
+    if record.state != COMMITTED:
+        raise _Invalid(f"a {record.state} record is followed by other bytes")
+    expected = revocation(record)
+    if tail == expected:
+        return attrs.evolve(record, state=REVOKED)
+    if expected.startswith(tail):
+        # A revocation cut short by a power cut: its fsync never returned, so neither did
+        # the call that wrote it. The record stands as committed.
+        return record
+    raise _Invalid("the record is followed by bytes that are not its revocation")
+
+
+def _decode_record(data: bytes, *, root: str, txn_id: str | None) -> JournalRecord:
     try:
         body = json.loads(data.decode("ascii"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -310,6 +347,22 @@ def write(fs: FileSystem, journal_dir: str, record: JournalRecord) -> None:
         # Not BaseException: a dead process removes nothing; recovery deletes the temp.
         _unlink_quietly(fs, temp)
         raise
+
+
+def revoke(fs: FileSystem, journal_dir: str, record: JournalRecord) -> None:
+    """Append ``record``'s revocation to its file in place and fsync the file.
+
+    Only the file's own inode is written: whichever name a power cut leaves at the
+    journal's path (this committed record, or the ``preparing`` one it replaced), it
+    then reads as a transaction to roll back. Raises ``OSError``; a failed fsync leaves
+    the revocation unproven (the caller must not report either outcome as durable).
+    """
+    fd = fs.open_append(journal_path(journal_dir, record.txn_id))
+    try:
+        fs.write(fd, revocation(record))
+        fs.fsync(fd)
+    finally:
+        fs.close(fd)
 
 
 def read(fs: FileSystem, journal_dir: str, txn_id: str, *, root: str) -> JournalRecord:

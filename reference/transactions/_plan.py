@@ -3,8 +3,10 @@
 ``PlannedChange`` is the contract between the callers of ``_transaction.commit``
 (ApplyPatch, rewind) and the transaction; ``check_shape`` refuses a malformed request
 before any lock or disk access, and ``plan_steps`` re-verifies every change inside the
-locks and turns it into journal steps. No state of a transaction changes here: the
-journal is written, published and settled only in ``_transaction``.
+locks and turns it into journal steps. ``as_planned`` (the last check before the first
+publish) and ``publish_change`` (the renames and links of one change) are the file
+effects ``_transaction._publish`` runs on those steps. No state of a transaction
+changes here: the journal is written, published and settled only in ``_transaction``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from editspec.reference.transactions._journal import (
     JournalEntry,
 )
 from editspec.reference.transactions._rollback import (
+    Owned,
     relative_to,
     sha256_hex,
 )
@@ -290,3 +293,45 @@ def _missing_dirs(fs: FileSystem, root: str, directory: str, planned: Sequence[s
             )
         break
     return list(reversed(missing))
+
+
+# -- steps 3-4: the last check and the publish of one change (``_transaction._publish``) --
+
+
+def as_planned(fs: FileSystem, step: Step) -> bool:
+    """The target's name still links the backup's inode, and that holds the planned bytes."""
+    assert step.backup is not None
+    try:
+        target, backup = fs.lstat(step.path), fs.lstat(step.backup)
+    except FileNotFoundError:
+        return False
+    if (target.st_dev, target.st_ino) != (backup.st_dev, backup.st_ino):
+        return False
+    return fs.read_bytes(step.backup) == step.old_bytes
+
+
+def publish_change(fs: FileSystem, op: str, steps: Sequence[Step], owned: Owned) -> None:
+    if op == "update":
+        (step,) = steps
+        assert step.stage is not None
+        # The backup link keeps the old bytes; rename never touches it.
+        fs.rename(step.stage, step.path)
+        owned.stages.discard(step.stage)
+    elif op == "add":
+        (step,) = steps
+        assert step.stage is not None
+        fs.link(step.stage, step.path)  # EEXIST if something appeared there: no clobber
+        owned.published.add(step.path)
+        fs.unlink(step.stage)
+        owned.stages.discard(step.stage)
+    elif op == "delete":
+        (step,) = steps
+        fs.unlink(step.path)
+    else:  # move
+        source, destination = steps
+        assert destination.stage is not None
+        fs.link(destination.stage, destination.path)
+        owned.published.add(destination.path)
+        fs.unlink(source.path)
+        fs.unlink(destination.stage)
+        owned.stages.discard(destination.stage)

@@ -10,7 +10,10 @@ any process is running while it works, then:
 2. fsyncs the journal directory, so a ``committed`` state it read from the page cache
    is durable before any backup goes;
 3. settles each journal, newest first (``_transaction.settle``): ``preparing`` is rolled
-   back, ``committed`` is finished; the journal is deleted last;
+   back, ``committed`` is finished; ``revoked`` (a commit undone because its record
+   could not be synced), or a commit this process revoked without making that durable,
+   is written again as ``preparing`` and synced, then rolled back; the journal is
+   deleted last;
 4. removes torn journal temp files (``.<txn>.<state>.tmp``: a journal write that never
    reached its rename; only names of exactly that pattern, only in the journal
    directory, which belongs to the engine);

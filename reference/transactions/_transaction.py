@@ -29,14 +29,27 @@ re-verifies the planned old bytes byte-for-byte, lets the caller create snapshot
 4. publish -- update: rename the stage over the target; add: link the stage into place
    (no clobber), unlink the stage; delete: unlink the target; move: link the stage at
    the new path (no clobber), unlink the source, unlink the stage; directories fsynced;
-5. journal rewritten as ``committed``: its rename is the commit point;
+5. journal rewritten as ``committed``: its rename is the commit point, durable once
+   the journal directory is fsynced;
 6. backups removed, then the journal.
 
-Recovery finds a journal in one of two states. ``preparing``: roll back -- restore
-each backup (never by renaming a file onto a link of itself: POSIX makes that a
-silent no-op; the backup name must be gone afterwards), remove each added file whose
-hash is the planned new hash, remove stage files and created directories.
-``committed``: finish -- remove leftover backups and stage files. Both are idempotent,
+If that fsync fails, the rename may or may not survive a power cut, and no later fsync
+can prove it did (an fsync that failed is not retried into durability: the kernel may
+have dropped what it could not write). The commit is then undone durably instead: its
+revocation is appended to the committed record's own file and fsynced
+(``_journal.revoke``), so either name a power cut can leave -- the ``preparing``
+record, or the revoked one -- rolls back; then the files are rolled back in-process
+and the call fails with IO_ERROR, the workspace as before. If the revocation cannot be
+made durable either, the outcome is recovery's to decide: NEEDS_RECOVERY, never success.
+
+Recovery finds a journal in one of three states (``revoked`` is first written again as
+``preparing`` and synced, so a crash mid-rollback cannot find it committed; so is a
+committed record this process revoked without making that durable, which
+``revoked_commits`` names). ``preparing`` and ``revoked``: roll back -- restore each
+backup (never by renaming a file onto a link of itself: POSIX makes that a silent
+no-op; the backup name must be gone afterwards), remove each added file whose hash is
+the planned new hash, remove stage files and created directories. ``committed``:
+finish -- remove leftover backups and stage files. Both are idempotent,
 so a crash during recovery is repaired by the next recovery.
 """
 
@@ -46,6 +59,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NoReturn
 
 import attrs
 
@@ -57,9 +71,17 @@ from editspec.reference.transactions import _journal
 from editspec.reference.transactions._journal import (
     COMMITTED,
     PREPARING,
+    REVOKED,
     JournalRecord,
 )
-from editspec.reference.transactions._plan import PlannedChange, Step, check_shape, plan_steps
+from editspec.reference.transactions._plan import (
+    PlannedChange,
+    Step,
+    as_planned,
+    check_shape,
+    plan_steps,
+    publish_change,
+)
 from editspec.reference.transactions._rollback import (
     Owned,
     RollbackIncomplete,
@@ -71,6 +93,7 @@ from editspec.reference.transactions._rollback import (
 
 PREPARE = "prepare"  # step 1: the journal appears as ``preparing``
 COMMIT = "commit"  # step 5: ``preparing`` -> ``committed``, the commit point
+REVOKE = "revoke"  # step 5 could not be made durable: ``committed`` -> ``revoked``
 ROLL_BACK = "roll_back"  # in-process abort, or recovery of a ``preparing`` journal
 FINISH = "finish"  # step 6, or recovery of a ``committed`` journal
 
@@ -79,10 +102,12 @@ TRANSITIONS: Mapping[tuple[str | None, str], str | None] = {
     (None, PREPARE): PREPARING,
     (PREPARING, COMMIT): COMMITTED,
     (PREPARING, ROLL_BACK): None,
+    (COMMITTED, REVOKE): REVOKED,
     (COMMITTED, FINISH): None,
+    (REVOKED, ROLL_BACK): None,
 }
 #: What recovery does with a journal it finds, by its state.
-RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH}
+RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH, REVOKED: ROLL_BACK}
 
 
 def next_state(state: str | None, event: str) -> str | None:
@@ -183,7 +208,7 @@ def _run(
         # process must not publish over a transaction that recovery has yet to undo.
         workspace.mark_needs_recovery(f"transaction {txn_id} was interrupted")
         raise
-    _after_commit(workspace, committed, on_committed)
+    _after_commit(workspace, committed, owned, on_committed)
 
 
 def _as_tool_error(exc: Exception) -> ToolError:
@@ -256,7 +281,7 @@ def _publish(workspace: WorkspaceContext, plan: _Plan, owned: Owned) -> None:
     # in place changes the bytes; one through a new file renamed over the name changes the
     # inode, and its backup still holds the old bytes.
     changed = next(
-        (step for step in steps if step.backup is not None and not _as_planned(fs, step)), None
+        (step for step in steps if step.backup is not None and not as_planned(fs, step)), None
     )
     if changed is not None:
         # Nothing is published yet: the abort only removes what this transaction made.
@@ -272,47 +297,8 @@ def _publish(workspace: WorkspaceContext, plan: _Plan, owned: Owned) -> None:
         )
     # 4. Publish.
     for op, change_steps in plan.changes:
-        _publish_change(fs, op, change_steps, owned)
+        publish_change(fs, op, change_steps, owned)
     _fsync_dirs(fs, {os.path.dirname(step.path) for step in steps})
-
-
-def _as_planned(fs: FileSystem, step: Step) -> bool:
-    """The target's name still links the backup's inode, and that holds the planned bytes."""
-    assert step.backup is not None
-    try:
-        target, backup = fs.lstat(step.path), fs.lstat(step.backup)
-    except FileNotFoundError:
-        return False
-    if (target.st_dev, target.st_ino) != (backup.st_dev, backup.st_ino):
-        return False
-    return fs.read_bytes(step.backup) == step.old_bytes
-
-
-def _publish_change(fs: FileSystem, op: str, steps: Sequence[Step], owned: Owned) -> None:
-    if op == "update":
-        (step,) = steps
-        assert step.stage is not None
-        # The backup link keeps the old bytes; rename never touches it.
-        fs.rename(step.stage, step.path)
-        owned.stages.discard(step.stage)
-    elif op == "add":
-        (step,) = steps
-        assert step.stage is not None
-        fs.link(step.stage, step.path)  # EEXIST if something appeared there: no clobber
-        owned.published.add(step.path)
-        fs.unlink(step.stage)
-        owned.stages.discard(step.stage)
-    elif op == "delete":
-        (step,) = steps
-        fs.unlink(step.path)
-    else:  # move
-        source, destination = steps
-        assert destination.stage is not None
-        fs.link(destination.stage, destination.path)
-        owned.published.add(destination.path)
-        fs.unlink(source.path)
-        fs.unlink(destination.stage)
-        owned.stages.discard(destination.stage)
 
 
 def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
@@ -324,23 +310,22 @@ def _fsync_dirs(fs: FileSystem, directories: Iterable[str]) -> None:
 
 
 def _after_commit(
-    workspace: WorkspaceContext, record: JournalRecord, on_committed: Callable[[str], object] | None
+    workspace: WorkspaceContext,
+    record: JournalRecord,
+    owned: Owned,
+    on_committed: Callable[[str], object] | None,
 ) -> None:
-    """From the commit point on the change stands: nothing here undoes it."""
+    """From the commit point on the change stands, once the record is durable."""
     fs, txn_id = workspace.fs, record.txn_id
     try:
         fs.fsync_dir(workspace.journal_dir)
     except OSError as exc:
-        # The files are published and durable, the commit record may not be. Keep the
-        # backups (a lost commit record means recovery rolls back and needs them) and
-        # let recover() make the record durable before it removes them. Skip the commit
-        # hook too: if a power cut loses the record, recovery rolls back, and a snapshot
-        # confirmed here, or access records naming the new bytes, would outlive it.
-        # recover() confirms the snapshots of a transaction whose record survives.
-        workspace.mark_needs_recovery(
-            f"transaction {txn_id} is committed but its journal could not be synced: {exc}"
-        )
-        return
+        # The files are published and durable; the commit rename may not be, and a
+        # second fsync would prove nothing. Reporting success here is what a power cut
+        # could undo, so the commit is revoked through the record's own inode and rolled
+        # back. The commit hook never runs: no snapshot or access record names the
+        # change.
+        _revoke(workspace, record, owned, exc)
     if on_committed is not None:
         try:
             on_committed(txn_id)
@@ -359,6 +344,71 @@ def _after_commit(
         # removes them. The change itself is complete, so the call succeeds.
         return
     assert next_state(COMMITTED, FINISH) is None
+
+
+def _revoke(
+    workspace: WorkspaceContext, record: JournalRecord, owned: Owned, cause: OSError
+) -> NoReturn:
+    """Undo a commit whose record could not be made durable; always raises."""
+    txn_id = record.txn_id
+    try:
+        try:
+            _journal.revoke(workspace.fs, workspace.journal_dir, record)
+            undone = _advance(record, REVOKE)
+        except OSError as exc:
+            # Not through the record's inode: through a new record, ``preparing`` again,
+            # renamed over it and synced (a new rename, whose fsync proves it).
+            undone = _rewrite_preparing(workspace, record, cause, exc)
+    except BaseException as exc:
+        if not isinstance(exc, ToolError):
+            workspace.mark_needs_recovery(f"the revocation of {txn_id} was interrupted")
+        raise
+    error = ToolError(
+        _errors.IO_ERROR,
+        f"the commit record of transaction {txn_id} could not be synced "
+        f"({cause.strerror or cause}); the change was undone, nothing is changed",
+        errno=cause.errno,
+        path=workspace.journal_dir,
+        transaction=txn_id,
+    )
+    try:
+        _abort(workspace, undone, owned, error)
+    except BaseException as abort_error:
+        if not isinstance(abort_error, ToolError):
+            workspace.mark_needs_recovery(f"the rollback of {txn_id} was interrupted")
+        raise
+    raise error from cause
+
+
+def _rewrite_preparing(
+    workspace: WorkspaceContext, record: JournalRecord, cause: OSError, failed: OSError
+) -> JournalRecord:
+    """The second way to undo a commit durably; NEEDS_RECOVERY if it fails too."""
+    preparing = attrs.evolve(record, state=PREPARING)
+    try:
+        _journal.write(workspace.fs, workspace.journal_dir, preparing)
+        workspace.fs.fsync_dir(workspace.journal_dir)
+    except OSError as exc:
+        # Neither the commit nor an undo is known to be durable: a power cut may leave
+        # either, so this is not success, and not an error that claims the workspace is
+        # as before. This process's recovery rolls the change back.
+        workspace.revoked_commits.add(record.txn_id)
+        workspace.mark_needs_recovery(
+            f"transaction {record.txn_id}: neither its commit record nor its revocation "
+            f"could be made durable ({cause}; {failed}; {exc})"
+        )
+        raise ToolError(
+            _errors.NEEDS_RECOVERY,
+            f"the commit record of transaction {record.txn_id} could not be synced ({cause}) "
+            f"and neither could its revocation ({failed}; {exc}); the files hold the new "
+            "bytes, and after a power loss either version may stand: call recover(), which "
+            "rolls the change back",
+            transaction=record.txn_id,
+            errno=cause.errno,
+            cause=_errors.IO_ERROR,
+            not_restored=sorted(entry.path for entry in record.entries),
+        ) from exc
+    return preparing
 
 
 def _abort(
@@ -384,7 +434,7 @@ def _abort(
             cause=error.code,
             transaction=record.txn_id,
         ) from error
-    assert next_state(PREPARING, ROLL_BACK) is None
+    assert next_state(record.state, ROLL_BACK) is None
     _discard_snapshots(workspace, record.txn_id, error)
 
 
@@ -414,6 +464,16 @@ def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, lis
     Raises ``RollbackIncomplete`` (the journal is kept, so a later recovery retries).
     """
     fs, root, txn_id = workspace.fs, workspace.root, record.txn_id
+    if record.state == REVOKED or txn_id in workspace.revoked_commits:
+        # A revocation this process could not make durable (or one read from the page
+        # cache): written again as a new ``preparing`` record and synced before a file
+        # is touched, or a crash mid-rollback could find the record committed.
+        record = attrs.evolve(record, state=PREPARING)
+        try:
+            _journal.write(fs, workspace.journal_dir, record)
+            fs.fsync_dir(workspace.journal_dir)
+        except OSError as exc:
+            raise RollbackIncomplete({f"journal {txn_id}": f"not rewritten: {exc}"}) from exc
     event = RECOVERY_EVENT[record.state]
     cleaned = roll_back(fs, root, record) if event == ROLL_BACK else finish(fs, root, record)
     hook = "discard_transaction" if event == ROLL_BACK else "confirm_transaction"
@@ -426,4 +486,5 @@ def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, lis
     except OSError as exc:
         raise RollbackIncomplete({f"journal {txn_id}": str(exc)}) from exc
     assert next_state(record.state, event) is None
+    workspace.revoked_commits.discard(txn_id)
     return event, cleaned

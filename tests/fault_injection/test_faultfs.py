@@ -246,3 +246,19 @@ def test_works_over_pyfakefs_without_dir_fd(fs: object) -> None:
     with pytest.raises(SimulatedCrash):
         replace_file(faulty, directory)
     assert disk(directory) == STATES_AFTER[4]
+
+
+def test_open_append_works_over_pyfakefs(fs: object) -> None:
+    directory = Path("/ws")
+    directory.mkdir()
+    (directory / "record").write_bytes(b"first\n")
+    faulty = FaultyFileSystem(FileSystem(secure_walk=False))
+    fd = faulty.open_append(str(directory / "record"))
+    faulty.write(fd, b"second\n")
+    faulty.fsync(fd)
+    faulty.close(fd)
+    assert (directory / "record").read_bytes() == b"first\nsecond\n"
+    assert [op.name for op in faulty.log] == ["open_append", "write", "fsync", "close"]
+    assert faulty.open_descriptors() == {}
+    with pytest.raises(FileNotFoundError):
+        faulty.open_append(str(directory / "missing"))

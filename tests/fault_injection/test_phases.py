@@ -25,6 +25,7 @@ from editspec.fault_injection.scenario import (
     Phase,
     Scenario,
 )
+from tests.mutants import durability
 from tests.mutants.durability import PINNED_ID, pinned_transaction_id
 
 FINDINGS = sorted((Path(__file__).parent / "findings").glob("*.json"))
@@ -213,6 +214,12 @@ def test_a_process_waiting_for_a_lock_a_paused_one_holds_is_a_deadlock(tmp_path:
     assert threading.active_count() == threads
 
 
+#: Findings the engine has since fixed (README says so), each with the durability mutant
+#: that brings the defect back: it must replay clean against the reference, and still
+#: reproduce the recorded problems with the mutant.
+FIXED = {"commit-fsync-eio-then-power-cut": "commit_sync_failure_is_success"}
+
+
 @pytest.mark.parametrize("path", FINDINGS, ids=lambda path: path.stem)
 def test_saved_findings_load_unchanged_and_still_replay(path: Path) -> None:
     raw = json.loads(path.read_text())
@@ -220,7 +227,15 @@ def test_saved_findings_load_unchanged_and_still_replay(path: Path) -> None:
     scenario = Scenario.load(path)
     assert scenario.to_json() == raw
     out = io.StringIO()
-    assert replay(path, out) == 1, out.getvalue()  # each README entry says it reproduces
+    if path.stem in FIXED:
+        assert replay(path, out) == 0, out.getvalue()
+        assert "not reproduced" in out.getvalue()
+        (mutant,) = (m for m in durability.MUTANTS if m.name == FIXED[path.stem])
+        out = io.StringIO()
+        with mutant.active():
+            assert replay(path, out) == 1, out.getvalue()
+    else:
+        assert replay(path, out) == 1, out.getvalue()  # each README entry says it reproduces
     printed = out.getvalue().splitlines()
     start = next(i for i, line in enumerate(printed) if "FIRST DIVERGENCE" in line)
     shown = [line.strip() for line in printed[start + 1 : printed.index("reproduced")]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -152,6 +153,100 @@ def test_data_synced_before_more_writes_keeps_its_prefix(base: Path) -> None:
     final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
     sizes = sorted(len(tree["f"].data) for tree in root_trees(final, base / "ws"))
     assert sizes == [5000, 8192, 9000]
+
+
+def test_an_append_to_an_existing_file_keeps_its_synced_bytes_and_a_prefix(base: Path) -> None:
+    root = base / "ws"
+    (root / "f").write_bytes(b"a" * 4000)  # before the trace: in the image, durable
+    fs = FaultyFileSystem()
+    recorder = TraceRecorder([root])
+    recorder.start(fs)
+    fd = fs.open_append(str(root / "f"))
+    fs.write(fd, b"b" * 5000)
+    unsynced, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    fs.fsync(fd)
+    fs.close(fd)
+    recorder.stop()
+    kept = sorted(tree["f"].data for tree in root_trees(unsynced, root))
+    # The old bytes are never touched; the new ones survive whole or up to a 4 KiB step.
+    assert kept == [b"a" * 4000, b"a" * 4000 + b"b" * 96, b"a" * 4000 + b"b" * 4192,
+                    b"a" * 4000 + b"b" * 5000]  # fmt: skip
+    synced, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    assert [tree["f"].data for tree in root_trees(synced, root)] == [b"a" * 4000 + b"b" * 5000]
+
+
+def _failing(plan_at: int) -> FaultyFileSystem:
+    from editspec.fault_injection import FailAt
+
+    return FaultyFileSystem(plan=FailAt(plan_at, errno.EIO))
+
+
+def test_a_failed_directory_fsync_is_not_retried_into_durability(base: Path) -> None:
+    """What a failed fsync_dir covered may be lost even after a later one succeeds (the
+    kernel may have dropped it); what was done after the failure is made durable."""
+    root = base / "ws"
+    fs = _failing(3)  # create, close, fsync_dir <- EIO
+    recorder = TraceRecorder([root])
+    recorder.start(fs)
+    fs.close(fs.create_exclusive(str(root / "first")))
+    with pytest.raises(OSError):
+        fs.fsync_dir(str(root))
+    fs.fsync_dir(str(root))  # a plain retry
+    fs.close(fs.create_exclusive(str(root / "second")))
+    fs.fsync_dir(str(root))
+    recorder.stop()
+    assert [op.failed for op in recorder.ops if op.name == "fsync_dir"] == [True, False, False]
+    for model in ("ordered", "strict"):
+        final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops), model)
+        names = {frozenset(state.tree(str(root))) - {"target.txt"} for state in final}
+        assert names == {frozenset({"first", "second"}), frozenset({"second"})}, model
+
+
+def test_a_rename_back_after_a_failed_fsync_leaves_the_old_name_in_every_state(
+    base: Path,
+) -> None:
+    """The undo of a rename whose sync failed: whether the first rename survives or not,
+    the second one (synced) leaves the file at its old name; a rename of a name that did
+    not survive does not happen."""
+    root = base / "ws"
+    (root / "tree").mkdir()
+    (root / "tree" / "leaf.txt").write_bytes(NEW)  # in the image: durable
+    fs = _failing(2)  # rename, fsync_dir <- EIO
+    recorder = TraceRecorder([root])
+    recorder.start(fs)
+    fs.rename(str(root / "tree"), str(root / "moved"))
+    with pytest.raises(OSError):
+        fs.fsync_dir(str(root))
+    fs.rename(str(root / "moved"), str(root / "tree"))
+    fs.fsync_dir(str(root))
+    recorder.stop()
+    expected = {
+        **files(target_txt=OLD),
+        "tree": trees.Entry.dir(),
+        "tree/leaf.txt": trees.Entry.file(NEW),
+    }
+    for model in ("ordered", "strict"):
+        final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops), model)
+        assert len(final) == 2, model  # the first rename lost, or kept
+        for tree in root_trees(final, root):
+            assert tree == expected, model
+
+
+def test_a_failed_file_fsync_is_not_retried_into_durability(base: Path) -> None:
+    root = base / "ws"
+    fs = _failing(3)  # create, write, fsync <- EIO
+    recorder = TraceRecorder([root])
+    recorder.start(fs)
+    fd = fs.create_exclusive(str(root / "f"))
+    fs.write(fd, b"data")
+    with pytest.raises(OSError):
+        fs.fsync(fd)
+    fs.fsync(fd)
+    fs.close(fd)
+    fs.fsync_dir(str(root))
+    recorder.stop()
+    final, _ = states_at(recorder.image, recorder.ops, len(recorder.ops))
+    assert sorted(tree["f"].data for tree in root_trees(final, root)) == [b"", b"data"]
 
 
 def test_ordered_loses_a_suffix_and_strict_any_subset(base: Path) -> None:

@@ -12,7 +12,7 @@ operation of the scenario's last step (then recovery), every power-loss state un
 recovery after each crash point. The failure is a scenario (``editspec replay`` re-runs
 it), so a test can replay it with the mutant active and see the same failure.
 
-Two mutants are out of the explorer's reach, and each comes with the check that
+Some mutants are out of the explorer's reach, and each comes with the check that
 catches it (``Mutant.special``), whose failure is a scenario too:
 
 * ``journals_oldest_first``: recovery settles two interrupted transactions oldest first.
@@ -28,6 +28,12 @@ catches it (``Mutant.special``), whose failure is a scenario too:
   the (random) transaction id, so nothing ever exists there before the stage is created.
   ``squatted_stage`` pins the id, plants a symlink at the stage name that points at
   another file of the workspace, and runs the patch: it must fail and change nothing.
+* the ``*_sync_failure_is_success`` and ``*_sync_retried`` mutants: an fsync that fails
+  after a commit point is answered with success, or retried and trusted. The explorer
+  cuts power only after a clean run; ``hunt_fsync_failure`` fails the mutant's fsync
+  with EIO first (``Mutant.fail`` picks it), then cuts the power in every state
+  (``fault_injection.fsync_failures``), in a model where what a failed fsync covered
+  stays lossy whatever a retry says.
 """
 
 from __future__ import annotations
@@ -42,12 +48,25 @@ from typing import Any
 
 import attrs
 
-from editspec.fault_injection import harness, trees
+from editspec.fault_injection import harness, standard, trees
 from editspec.fault_injection.explore import DEFAULT_LIMITS
 from editspec.fault_injection.faultfs import OpEvent, OpRecord
+from editspec.fault_injection.fsync_failures import (
+    COMMIT_RECORD_FSYNC,
+    Pick,
+    check_fsync_failure,
+    fsync_dir_after,
+)
 from editspec.fault_injection.scenario import SESSION, Phase, Scenario
 from editspec.reference import Workspace
-from editspec.reference.transactions import _journal, _recovery, _rollback, _transaction
+from editspec.reference.tools import _atomic
+from editspec.reference.transactions import (
+    _intents,
+    _journal,
+    _recovery,
+    _rollback,
+    _transaction,
+)
 
 # -- small tools to build variants ------------------------------------------------------------
 
@@ -226,7 +245,7 @@ def stage_without_excl() -> Iterator[None]:
 def move_by_copy() -> Iterator[None]:
     """A move is published as a copy written straight to the new path, then the old
     path's removal: the new file never goes through the stage that the journal names."""
-    original = _transaction._publish_change
+    original = _transaction.publish_change
 
     def publish_change(fs: Any, op: str, steps: Any, owned: Any) -> None:
         if op != "move":
@@ -243,7 +262,7 @@ def move_by_copy() -> Iterator[None]:
         fs.unlink(destination.stage)
         owned.stages.discard(destination.stage)
 
-    with replaced(_transaction, "_publish_change", publish_change):
+    with replaced(_transaction, "publish_change", publish_change):
         yield
 
 
@@ -301,6 +320,96 @@ def no_journal_dir_fsync() -> Iterator[None]:
         )
 
     with replaced(_transaction, "_publish", publish):
+        yield
+
+
+def _skip_first_fsync_of(directory: str) -> Callable[[str], bool]:
+    skipped: list[str] = []
+
+    def skip_once(path: str) -> bool:
+        if path == directory and not skipped:
+            skipped.append(path)
+            return True
+        return False
+
+    return skip_once
+
+
+@contextlib.contextmanager
+def commit_sync_failure_is_success() -> Iterator[None]:
+    """An EIO from the fsync that makes the commit record durable is reported as success,
+    the workspace only marked as needing recovery (the engine before the revocation)."""
+    original = _transaction._after_commit
+
+    def after_commit(workspace: Any, record: Any, owned: Any, on_committed: Any) -> None:
+        try:
+            workspace.fs.fsync_dir(workspace.journal_dir)
+        except OSError as exc:
+            workspace.mark_needs_recovery(f"the commit record could not be synced: {exc}")
+            return
+        view = FsView(workspace.fs, skip_fsync_dir=_skip_first_fsync_of(workspace.journal_dir))
+        original(WorkspaceView(workspace, view), record, owned, on_committed)
+
+    with replaced(_transaction, "_after_commit", after_commit):
+        yield
+
+
+@contextlib.contextmanager
+def commit_sync_retried() -> Iterator[None]:
+    """The failed fsync of the commit record is retried, and a retry that succeeds counts
+    as durable (an fsync that failed cannot be retried into durability)."""
+    original = _transaction._after_commit
+
+    def after_commit(workspace: Any, record: Any, owned: Any, on_committed: Any) -> None:
+        try:
+            workspace.fs.fsync_dir(workspace.journal_dir)
+        except OSError:
+            try:
+                workspace.fs.fsync_dir(workspace.journal_dir)
+            except OSError:
+                original(workspace, record, owned, on_committed)
+                return
+        view = FsView(workspace.fs, skip_fsync_dir=_skip_first_fsync_of(workspace.journal_dir))
+        original(WorkspaceView(workspace, view), record, owned, on_committed)
+
+    with replaced(_transaction, "_after_commit", after_commit):
+        yield
+
+
+@contextlib.contextmanager
+def write_sync_failure_is_success() -> Iterator[None]:
+    """A single-file write whose directory fsync fails after the rename succeeds with a
+    warning (the engine before it published again)."""
+
+    def make_durable(fs: Any, real_path: str, *_args: Any) -> tuple[str, ...]:
+        return ("the change is visible but may not survive a power loss",)
+
+    with replaced(_atomic, "_make_durable", make_durable):
+        yield
+
+
+@contextlib.contextmanager
+def write_sync_retried() -> Iterator[None]:
+    """A single-file write retries its failed directory fsync and trusts the retry."""
+
+    def make_durable(fs: Any, real_path: str, *_args: Any) -> tuple[str, ...]:
+        fs.fsync_dir(os.path.dirname(real_path))
+        return ("the directory's fsync was retried",)
+
+    with replaced(_atomic, "_make_durable", make_durable):
+        yield
+
+
+@contextlib.contextmanager
+def move_sync_failure_is_success() -> Iterator[None]:
+    """A Move (or tree Delete) whose directory fsync fails after its rename succeeds."""
+
+    def make_durable(workspace: Any, source: str, dest: str, *, shown: str) -> None:
+        for directory in sorted({os.path.dirname(source), os.path.dirname(dest)}):
+            with contextlib.suppress(OSError):
+                workspace.fs.fsync_dir(directory)
+
+    with replaced(_intents, "make_durable", make_durable):
         yield
 
 
@@ -382,6 +491,7 @@ class Mutant:
     active: Callable[[], contextlib.AbstractContextManager[None]]
     scenario: Callable[[], Scenario]
     special: str = ""  # the check outside the explorer that catches it, if any
+    fail: Pick | None = None  # for "fsync_failure": the call to fail (EIO) in a clean trace
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -453,6 +563,46 @@ MUTANTS: tuple[Mutant, ...] = (
         active=no_journal_dir_fsync,
         scenario=update_two,
     ),
+    Mutant(
+        name="commit_sync_failure_is_success",
+        defect="an EIO from the fsync that makes the commit record durable is a success",
+        active=commit_sync_failure_is_success,
+        scenario=standard.recovery_crash,
+        special="fsync_failure",
+        fail=COMMIT_RECORD_FSYNC,
+    ),
+    Mutant(
+        name="commit_sync_retried",
+        defect="the failed fsync of the commit record is retried and the retry trusted",
+        active=commit_sync_retried,
+        scenario=standard.recovery_crash,
+        special="fsync_failure",
+        fail=COMMIT_RECORD_FSYNC,
+    ),
+    Mutant(
+        name="write_sync_failure_is_success",
+        defect="a write whose directory fsync fails after the rename is a success",
+        active=write_sync_failure_is_success,
+        scenario=standard.single_write,
+        special="fsync_failure",
+        fail=fsync_dir_after(lambda op: ".editspec-" in op.paths[0]),
+    ),
+    Mutant(
+        name="write_sync_retried",
+        defect="a write retries its failed directory fsync and trusts the retry",
+        active=write_sync_retried,
+        scenario=standard.single_write,
+        special="fsync_failure",
+        fail=fsync_dir_after(lambda op: ".editspec-" in op.paths[0]),
+    ),
+    Mutant(
+        name="move_sync_failure_is_success",
+        defect="a move whose directory fsync fails after its rename is a success",
+        active=move_sync_failure_is_success,
+        scenario=standard.move_file,
+        special="fsync_failure",
+        fail=fsync_dir_after(lambda op: op.paths[0].endswith("old/moving.txt")),
+    ),
 )
 
 
@@ -516,6 +666,18 @@ def _verdicts(
         for at in range(1, clean.count + 1):
             for recovery_at in range(1, harness.recovery_count(sandbox, scenario, at) + 1):
                 yield harness.check_recovery_crash(sandbox, scenario, clean, at, recovery_at)
+
+
+def hunt_fsync_failure(mutant: Mutant) -> Scenario | None:
+    """``special="fsync_failure"``: fail the mutant's fsync with EIO in its scenario's last
+    step, then cut the power in every state; the first failing state, as a scenario."""
+    assert mutant.fail is not None
+    with tempfile.TemporaryDirectory(prefix="editspec-mutant-") as base, mutant.active():
+        sandbox = harness.Sandbox(base)
+        scenario = mutant.scenario()
+        at = mutant.fail(harness.baseline(sandbox, scenario).trace)
+        found = check_fsync_failure(sandbox, scenario, at, stop_after=1)
+    return found.findings[0] if found.findings else None
 
 
 _IDS = re.compile(r"[0-9a-f]{16,}")

@@ -454,7 +454,13 @@ edits_not_all_or_nothing = _register(
 
 def _in_place() -> None:
     def replace_in_place(
-        fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify: Any = None
+        fs: Any,
+        real_path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        verify: Any = None,
+        previous: bytes | None = None,
     ) -> tuple[str, ...]:
         if verify is not None:
             verify()
@@ -485,9 +491,15 @@ def _default_mode() -> None:
     original = _atomic.atomic_replace
 
     def replace(
-        fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify: Any = None
+        fs: Any,
+        real_path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        verify: Any = None,
+        previous: bytes | None = None,
     ) -> tuple[str, ...]:
-        return original(fs, real_path, data, mode=None, verify=verify)
+        return original(fs, real_path, data, mode=None, verify=verify, previous=previous)
 
     _replace(_write, "atomic_replace", replace)
 
@@ -999,7 +1011,7 @@ backup_bytes_only = _register(
         areas=("TXN",),
         install=lambda: _replace(
             _late_transaction,
-            "_as_planned",
+            "as_planned",
             lambda fs, step: fs.read_bytes(step.backup) == step.old_bytes,
         ),
         clauses=("TXN-012",),

@@ -51,6 +51,7 @@ def comparable(lines: list[str] | tuple[str, ...]) -> list[str]:
 def test_the_zoo_has_the_mutants_the_design_names() -> None:
     names = {mutant.name for mutant in MUTANTS}
     assert len(names) == len(MUTANTS) >= 8
+    assert all(mutant.fail is not None for mutant in MUTANTS if mutant.special == "fsync_failure")
     assert {
         "no_stage_fsync",
         "no_directory_fsync",
@@ -159,3 +160,23 @@ def test_a_squatted_stage_catches_a_stage_opened_without_o_excl(tmp_path: Path) 
     assert any(
         "answered ok" in line or ("b.txt" in line and "BETA" in line) for line in problems
     ), out.getvalue()
+
+
+FSYNC_FAILURES = [mutant for mutant in MUTANTS if mutant.special == "fsync_failure"]
+
+
+@pytest.mark.parametrize("mutant", FSYNC_FAILURES, ids=lambda mutant: mutant.name)
+def test_a_failed_fsync_then_a_power_cut_catches_the_mutant_and_replays(
+    mutant: Mutant, tmp_path: Path
+) -> None:
+    """EIO at the mutant's fsync, then every power-loss state: one of them makes its
+    answer false, and the scenario saved for it replays to the same problems."""
+    finding = durability.hunt_fsync_failure(mutant)
+    assert finding is not None, f"{mutant.name} survives: {mutant.defect}"
+    assert finding.fault is not None and finding.fault["errno"] == "EIO"
+    assert finding.problems[0].startswith("disk is")  # bytes on disk, not the answer alone
+    saved = finding.save(tmp_path / f"{mutant.name}.json")
+    out = io.StringIO()
+    with mutant.active():
+        assert replay(saved, out) == 1, out.getvalue()
+    assert comparable(replayed_problems(out.getvalue())) == comparable(finding.problems)

@@ -545,7 +545,13 @@ _engine(
 
 def _in_place_publish() -> None:
     def replace_in_place(
-        fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify: Any = None
+        fs: Any,
+        real_path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        verify: Any = None,
+        previous: bytes | None = None,
     ) -> tuple[str, ...]:
         if verify is not None:
             verify()

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from editspec.fault_injection.faultfs import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
+from editspec.fault_injection.faultfs import (
+    CrashAt,
+    FailAt,
+    FaultyFileSystem,
+    SimulatedCrash,
+)
 from editspec.reference import FileSystem, ToolError
 from editspec.reference.tools._atomic import (
     atomic_create,
@@ -125,13 +130,86 @@ def test_a_crash_runs_no_cleanup_and_never_tears_the_target(tmp_path: Path) -> N
     assert len(leftovers) == 1 and is_temp_name(leftovers[0])  # a dead process cleans nothing
 
 
-def test_a_failed_directory_fsync_is_a_warning(tmp_path: Path) -> None:
+class _FailingDirSyncs(FileSystem):
+    """The real port, but its first ``failures`` fsync_dir calls fail with EIO."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def fsync_dir(self, path: str) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise OSError(errno.EIO, "injected", path)
+        super().fsync_dir(path)
+
+
+def _failing_fsync_dirs(failures: int) -> FaultyFileSystem:
+    return FaultyFileSystem(_FailingDirSyncs(failures))
+
+
+def test_a_failed_directory_fsync_publishes_again_and_syncs_that(tmp_path: Path) -> None:
     target = tmp_path / "f.txt"
     target.write_bytes(b"old")
-    fs = FaultyFileSystem(plan=FailAt(6, errno.EIO))  # fsync_dir, after the rename
-    warnings = atomic_replace(fs, str(target), b"new")
+    fs = _failing_fsync_dirs(1)
+    warnings = atomic_replace(fs, str(target), b"new", previous=b"old")
     assert target.read_bytes() == b"new"
-    assert len(warnings) == 1 and "power loss" in warnings[0]
+    assert _names(tmp_path) == ["f.txt"]
+    assert len(warnings) == 1 and "published again" in warnings[0]
+    mutating = [(op.name, op.outcome) for op in fs.log if op.name in ("rename", "fsync_dir")]
+    # rename, the failed fsync, then a new rename of a fresh copy, and its fsync.
+    assert mutating == [
+        ("rename", "ok"),
+        ("fsync_dir", "error:EIO"),
+        ("rename", "ok"),
+        ("fsync_dir", "ok"),
+    ]
+
+
+def test_when_publishing_again_fails_the_old_bytes_come_back(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o640)
+    fs = _failing_fsync_dirs(2)
+    with pytest.raises(ToolError) as caught:
+        atomic_replace(fs, str(target), b"new", mode=0o640, previous=b"old")
+    assert caught.value.code == "IO_ERROR"
+    assert caught.value.details["errno"] == errno.EIO
+    assert target.read_bytes() == b"old"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert _names(tmp_path) == ["f.txt"]
+    assert [op.outcome for op in fs.log if op.name == "fsync_dir"] == [
+        "error:EIO",
+        "error:EIO",
+        "ok",  # the undo's
+    ]
+
+
+def test_when_nothing_can_be_synced_the_answer_is_needs_recovery(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = _failing_fsync_dirs(3)
+    with pytest.raises(ToolError) as caught:
+        atomic_replace(fs, str(target), b"new", previous=b"old")
+    assert caught.value.code == "NEEDS_RECOVERY"
+    assert target.read_bytes() == b"old"  # the undo's rename happened, its sync did not
+    assert _names(tmp_path) == ["f.txt"]
+    # Without the old bytes there is no undo: NEEDS_RECOVERY as soon as the copy fails.
+    fs = _failing_fsync_dirs(2)
+    with pytest.raises(ToolError) as caught:
+        atomic_replace(fs, str(target), b"newer")
+    assert caught.value.code == "NEEDS_RECOVERY"
+    assert target.read_bytes() == b"newer"
+
+
+def test_a_create_that_cannot_be_synced_is_removed_again(tmp_path: Path) -> None:
+    target = tmp_path / "new.txt"
+    fs = _failing_fsync_dirs(2)
+    with pytest.raises(ToolError) as caught:
+        atomic_create(fs, str(target), b"fresh")
+    assert caught.value.code == "IO_ERROR"
+    assert _names(tmp_path) == []
+    assert [op.name for op in fs.log if op.name in ("link", "rename", "unlink")][-1] == "unlink"
 
 
 def test_a_keyboard_interrupt_still_removes_the_temp_file(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ def test_the_secure_walk_is_on_by_default_on_posix() -> None:
         lambda fs, d: fs.rename(str(d / "secret.txt"), str(d / "moved.txt")),
         lambda fs, d: fs.link(str(d / "secret.txt"), str(d / "linked.txt")),
         lambda fs, d: fs.fsync_dir(str(d)),
+        lambda fs, d: fs.open_append(str(d / "secret.txt")),
     ],
     ids=[
         "read_bytes",
@@ -54,6 +55,7 @@ def test_the_secure_walk_is_on_by_default_on_posix() -> None:
         "rename",
         "link",
         "fsync_dir",
+        "open_append",
     ],
 )
 def test_secure_walk_refuses_a_symlinked_directory_component(
@@ -190,6 +192,7 @@ def test_scandir_and_listdir(port: FileSystem, tmp_path: Path) -> None:
 def test_mutating_names_every_disk_changing_method() -> None:
     assert {
         "create_exclusive",
+        "open_append",
         "write",
         "fsync",
         "fchmod",
@@ -203,6 +206,37 @@ def test_mutating_names_every_disk_changing_method() -> None:
     } == MUTATING
     for name in MUTATING:
         assert callable(getattr(FileSystem, name))
+
+
+def test_open_append_writes_at_the_end_of_an_existing_file(
+    port: FileSystem, tmp_path: Path
+) -> None:
+    target = tmp_path / "record"
+    target.write_bytes(b"first\n")
+    inode = target.stat().st_ino
+    fd = port.open_append(str(target))
+    try:
+        port.write(fd, b"second\n")
+        port.fsync(fd)
+    finally:
+        port.close(fd)
+    assert target.read_bytes() == b"first\nsecond\n"
+    assert target.stat().st_ino == inode
+
+
+def test_open_append_never_creates_nor_follows_a_link(port: FileSystem, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        port.open_append(str(tmp_path / "missing"))
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "real").write_bytes(b"kept")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(OSError) as caught:
+        port.open_append(str(tmp_path / "link"))
+    assert caught.value.errno == errno.ELOOP
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(OSError):
+        port.open_append(str(tmp_path / "dir"))
+    assert (tmp_path / "real").read_bytes() == b"kept"
 
 
 def test_default_state_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

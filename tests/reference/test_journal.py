@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from editspec.fault_injection import FailAt, FaultyFileSystem
@@ -316,3 +317,62 @@ def test_missing_fields_and_bad_values_are_corrupt() -> None:
         edited = json.loads(json.dumps(body))
         edited["files"][index][field] = value
         corrupt_reason(reseal(edited))
+
+
+# -- revocation ------------------------------------------------------------------------
+
+
+def test_a_revoked_record_decodes_as_revoked() -> None:
+    committed = record(_journal.COMMITTED)
+    data = _journal.encode(committed) + _journal.revocation(committed)
+    decoded = _journal.decode(data, root=ROOT)
+    assert decoded.state == _journal.REVOKED
+    assert decoded.entries == committed.entries
+
+
+def test_every_torn_revocation_reads_as_the_committed_record() -> None:
+    """A power cut while the line is appended keeps a prefix of it: the call never
+    returned, so the commit stands; no prefix is CORRUPT_JOURNAL."""
+    committed = record(_journal.COMMITTED)
+    line = _journal.revocation(committed)
+    for kept in range(len(line)):
+        data = _journal.encode(committed) + line[:kept]
+        assert _journal.decode(data, root=ROOT).state == _journal.COMMITTED, kept
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [b"x", b'{"revoked":"' + b"0" * 64 + b'"}\n', b"\n", None],
+    ids=["garbage", "another-hash", "blank-line", "twice"],
+)
+def test_other_bytes_after_a_record_are_corrupt(tail: bytes | None) -> None:
+    committed = record(_journal.COMMITTED)
+    line = _journal.revocation(committed)
+    data = _journal.encode(committed) + (line + line if tail is None else tail)
+    with pytest.raises(ToolError) as caught:
+        _journal.decode(data, root=ROOT)
+    assert caught.value.code == "CORRUPT_JOURNAL"
+
+
+def test_a_preparing_record_is_never_revoked() -> None:
+    preparing = record(_journal.PREPARING)
+    line = _journal.revocation(record(_journal.COMMITTED))
+    with pytest.raises(ToolError) as caught:
+        _journal.decode(_journal.encode(preparing) + line, root=ROOT)
+    assert caught.value.code == "CORRUPT_JOURNAL"
+    with pytest.raises(ValueError):
+        _journal.revocation(preparing)
+
+
+def test_revoke_appends_through_the_records_own_file(tmp_path: Path) -> None:
+    fs = FaultyFileSystem()
+    journal_dir = str(tmp_path / "journal")
+    committed = attrs.evolve(record(_journal.COMMITTED), root=str(tmp_path))
+    _journal.write(fs, journal_dir, committed)
+    path = _journal.journal_path(journal_dir, TXN)
+    inode = os.stat(path).st_ino
+    fs.arm()
+    _journal.revoke(fs, journal_dir, committed)
+    assert [op.name for op in fs.log] == ["open_append", "write", "fsync", "close"]
+    assert os.stat(path).st_ino == inode  # no new name: the directory is not involved
+    assert _journal.read(fs, journal_dir, TXN, root=str(tmp_path)).state == _journal.REVOKED

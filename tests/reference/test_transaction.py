@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, SimulatedCrash
+from editspec.fault_injection import CrashAt, FailAt, FaultyFileSystem, OpEvent, SimulatedCrash
 from editspec.reference import FileSystem, Limits, ToolError, Workspace, WorkspacePath
 from editspec.reference.transactions import _journal
 from editspec.reference.transactions._plan import PlannedChange
@@ -627,29 +627,96 @@ def test_a_failing_on_committed_keeps_the_change(root: Path, state_dir: Path) ->
     ws.ensure_writable()
 
 
-def test_an_unsynced_commit_record_keeps_the_backups(root: Path, state_dir: Path) -> None:
-    write(root, "a.txt", b"a")
-    ws, fs = armed_workspace(root, state_dir)
+def _commit_fsync(ws: Workspace, fs: FaultyFileSystem, root: Path) -> int:
+    """The counted index of the fsync that makes a commit record durable (a probe run)."""
     fs.arm(None)
     commit(ws, [update(ws, "a.txt", b"a", b"b")])
     renames = [op.index for op in fs.log if op.name == "rename" and op.paths[1].endswith(".json")]
-    sync_after_commit = renames[1] + 1
-    assert fs.log[sync_after_commit - 1].name == "fsync_dir"
+    assert fs.log[renames[1]].name == "fsync_dir"  # right after the committed rename
+    write(root, "a.txt", b"a")
+    return renames[1] + 1
+
+
+def test_an_unsynced_commit_record_is_revoked_and_rolled_back(root: Path, state_dir: Path) -> None:
+    write(root, "a.txt", b"a")
+    ws, fs = armed_workspace(root, state_dir)
+    sync_after_commit = _commit_fsync(ws, fs, root)
     fs.arm(FailAt(sync_after_commit, errno.EIO))
     committed: list[str] = []
-    txn = commit(ws, [update(ws, "a.txt", b"b", b"c")], on_committed=committed.append)
-    # The change stands, but the commit hook waits for recovery to make the record
-    # durable: a power cut could still roll it back under a confirmed snapshot.
-    assert committed == []
-    assert (root / "a.txt").read_bytes() == b"c"
-    backups = [name for name in os.listdir(root) if name.endswith(".backup")]
-    assert len(backups) == 1  # kept: a lost commit record would need it
     with pytest.raises(ToolError) as caught:
-        ws.ensure_writable()
-    assert caught.value.code == "NEEDS_RECOVERY"
-    assert ws.recover().rolled_forward == (txn,)
-    assert tree(root) == {"a.txt": b"c"}
+        commit(ws, [update(ws, "a.txt", b"a", b"c")], on_committed=committed.append)
+    # The rename may or may not survive a power cut: the commit is revoked through the
+    # record's own file, then undone; the commit hook never ran.
+    assert caught.value.code == "IO_ERROR"
+    assert caught.value.details["errno"] == errno.EIO
+    assert committed == []
+    assert tree(root) == {"a.txt": b"a"}
     assert leftovers(ws) == []
+    after = [op.name for op in fs.log[sync_after_commit:]]
+    assert after[:4] == ["open_append", "write", "fsync", "close"]
+    ws.ensure_writable()  # as before: nothing is left for recovery
+
+
+def _failing_after(fs: FaultyFileSystem, first: int, *later: int) -> None:
+    """Fail counted call ``first`` with EIO, then each of ``later`` (counted after it)."""
+    pending = list(later)
+    fs.arm(FailAt(first, errno.EIO))
+
+    def next_failure(event: OpEvent) -> None:
+        if event.record.outcome.startswith("fail:") and pending:
+            fs.plan = FailAt(event.record.index + pending.pop(0), errno.EIO)
+
+    fs.observers.append(next_failure)
+
+
+def test_a_revocation_that_cannot_be_synced_is_written_as_a_new_record(
+    root: Path, state_dir: Path
+) -> None:
+    write(root, "a.txt", b"a")
+    ws, fs = armed_workspace(root, state_dir)
+    sync_after_commit = _commit_fsync(ws, fs, root)
+    _failing_after(fs, sync_after_commit, 3)  # open_append, write, fsync <- EIO
+    with pytest.raises(ToolError) as caught:
+        commit(ws, [update(ws, "a.txt", b"a", b"c")])
+    assert caught.value.code == "IO_ERROR"
+    names = [(op.name, op.outcome) for op in fs.log[sync_after_commit - 1 :]]
+    assert names[:4] == [
+        ("fsync_dir", "fail:EIO"),
+        ("open_append", "ok"),
+        ("write", "ok"),
+        ("fsync", "fail:EIO"),
+    ]
+    # Then the second way: a new preparing record, renamed over the committed one, synced.
+    rename = next(i for i, (name, _) in enumerate(names) if name == "rename")
+    assert names[rename + 1] == ("fsync_dir", "ok")
+    assert tree(root) == {"a.txt": b"a"}
+    assert leftovers(ws) == []
+    ws.ensure_writable()
+
+
+def test_when_no_undo_can_be_synced_the_answer_is_needs_recovery(
+    root: Path, state_dir: Path
+) -> None:
+    write(root, "a.txt", b"a")
+    ws, fs = armed_workspace(root, state_dir)
+    sync_after_commit = _commit_fsync(ws, fs, root)
+    # The commit's fsync, the revocation's, and the new record's fsync_dir:
+    # close +1, then create_exclusive, write, fchmod, fsync, close, rename, fsync_dir.
+    _failing_after(fs, sync_after_commit, 3, 8)
+    with pytest.raises(ToolError) as caught:
+        commit(ws, [update(ws, "a.txt", b"a", b"c")])
+    assert [op.name for op in fs.log if op.outcome != "ok"] == ["fsync_dir", "fsync", "fsync_dir"]
+    assert caught.value.code == "NEEDS_RECOVERY"
+    assert caught.value.details["not_restored"] == ["a.txt"]
+    assert (root / "a.txt").read_bytes() == b"c"  # published, and left so: never success
+    with pytest.raises(ToolError) as refused:
+        ws.ensure_writable()
+    assert refused.value.code == "NEEDS_RECOVERY"
+    report = ws.recover()  # this process rolls it back, through a record it syncs first
+    assert len(report.rolled_back) == 1
+    assert tree(root) == {"a.txt": b"a"}
+    assert leftovers(ws) == []
+    ws.ensure_writable()
 
 
 def test_cleanup_failure_after_commit_is_left_for_recovery(root: Path, state_dir: Path) -> None:

@@ -467,28 +467,29 @@ def test_every_failed_step_leaves_the_disk_as_it_was(
     assert _temp_files(root) == []
 
 
-def test_failed_directory_fsync_after_the_rename_is_a_warning(root: Path, state_dir: Path) -> None:
+def test_failed_directory_fsync_after_the_rename_publishes_again(
+    root: Path, state_dir: Path
+) -> None:
     fs, session = _faulty_session(root, state_dir)
     (root / "f.txt").write_bytes(b"old")
     session.read("f.txt")
-    names: list[str] = []
-    fs.observers.append(lambda event: names.append(event.record.name))
+    session.write("f.txt", "warm-up", message_id="m0")  # the snapshot store's directories
     fs.arm()
-    session.write("f.txt", "probe")
-    fsync_dir_step = [name for name in names if name in fs_mutating()].index("fsync_dir") + 1
+    session.write("f.txt", "probe", message_id="m1")
+    renames = [op.index for op in fs.log if op.name == "rename" and op.paths[1].endswith("f.txt")]
+    fsync_dir_step = renames[0] + 1
+    assert fs.log[fsync_dir_step - 1].name == "fsync_dir"
     fs.disarm()
-    session.read("f.txt")
     fs.arm(FailAt(fsync_dir_step, errno.EIO))
-    result = session.write("f.txt", "final")
+    result = session.write("f.txt", "final", message_id="m2")
     fs.disarm()
     assert (root / "f.txt").read_bytes() == b"final"
-    assert any("power loss" in warning for warning in result.warnings)
-
-
-def fs_mutating() -> frozenset[str]:
-    from editspec.reference._fs import MUTATING
-
-    return MUTATING
+    assert any("published again" in warning for warning in result.warnings)
+    assert result.snapshot_created
+    after = [op.name for op in fs.log[fsync_dir_step:]]
+    assert after.count("rename") >= 2 and after.count("fsync_dir") >= 1
+    session.write("f.txt", "next")  # the access record names the new bytes
+    assert _temp_files(root) == []
 
 
 @pytest.mark.parametrize("existing", [True, False])

@@ -499,7 +499,7 @@ def _backup_bytes_only() -> None:
     """The last check before publishing reads the backup's bytes only (as before TXN-012)."""
     from editspec.reference.transactions import _transaction
 
-    _transaction._as_planned = lambda fs, step: fs.read_bytes(step.backup) == step.old_bytes
+    _transaction.as_planned = lambda fs, step: fs.read_bytes(step.backup) == step.old_bytes
 
 
 def _ignore_version() -> None:
