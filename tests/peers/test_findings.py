@@ -30,6 +30,7 @@ PEER_OF = {
     "desktop-commander": "desktop-commander",
     "codex": "codex-apply-patch",
     "gemini": "gemini-cli-core",
+    "qwen": "qwen-code-core",
     "claude-code": "claude-code",
 }
 
