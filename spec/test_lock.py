@@ -25,6 +25,14 @@ def _run_threads(workers: list[Callable[[], None]], *, seconds: float = 120) -> 
     run_concurrently(*workers, timeout=seconds)
 
 
+def _open_sessions(driver, names: list[str]) -> list:
+    """The sessions of a race, opened together before it starts (as LOCK-003's processes
+    open theirs before the go signal): the race is between the calls, not between the
+    sessions' start-ups, which may take seconds where a session is a process."""
+    return run_concurrently(*[lambda name=name: driver.open_session(name) for name in names],
+                            timeout=120)  # fmt: skip
+
+
 def _assert_markers_once(text: str, applied: list[str]) -> None:
     lines = text.splitlines()
     for marker in applied:
@@ -46,8 +54,10 @@ def test_threads_lose_no_edit(driver, disk):
     disk.write("log.txt", "END\n")
     results: list[dict[str, list[str]]] = []
 
+    sessions = _open_sessions(driver, [f"thread-{index}" for index in range(THREADS)])
+
     def worker(index: int) -> None:
-        session = driver.open_session(f"thread-{index}")
+        session = sessions[index]
         markers = [f"t{index}-{n}" for n in range(EDITS_PER_THREAD)]
         results.append(insert_markers(session, "log.txt", markers))
 
@@ -81,8 +91,10 @@ def test_threads_lose_no_write(driver, disk):
     errors: list[str] = []
     applied: list[str] = []
 
+    sessions = _open_sessions(driver, [f"writer-{index}" for index in range(THREADS)])
+
     def worker(index: int) -> None:
-        session = driver.open_session(f"writer-{index}")
+        session = sessions[index]
         for n in range(EDITS_PER_THREAD):
             marker = f"w{index}-{n}"
             for _ in range(500):
@@ -147,10 +159,11 @@ def test_processes_lose_no_edit(
         if any(process.poll() is not None for process in processes):
             break
         time.sleep(0.01)
+    parent_session = driver.open_session("parent")  # opened before the go, as the children's
     go.touch()
     # This process's own instance races the children.
     parent_markers = [f"parent-{n}" for n in range(EDITS_PER_PROCESS)]
-    parent = insert_markers(driver.open_session("parent"), "shared.txt", parent_markers)
+    parent = insert_markers(parent_session, "shared.txt", parent_markers)
     assert not parent["errors"], parent["errors"]
     applied: list[str] = list(parent["applied"])
     for process in processes:
@@ -177,8 +190,10 @@ def test_aliases_share_one_lock(driver, disk, alias):
     alias.symlink("link.txt", "real.txt")
     results: list[dict[str, list[str]]] = []
 
+    sessions = _open_sessions(driver, [f"alias-{index}" for index in range(THREADS)])
+
     def worker(index: int) -> None:
-        session = driver.open_session(f"alias-{index}")
+        session = sessions[index]
         name = "link.txt" if index % 2 else "real.txt"
         markers = [f"a{index}-{n}" for n in range(EDITS_PER_THREAD)]
         results.append(insert_markers(session, name, markers))
@@ -253,12 +268,13 @@ def test_opposite_order_patches_do_not_deadlock(driver, disk):
     "one's file vanish under the second.",
 )
 def test_concurrent_creates(driver, disk):
+    sessions = _open_sessions(driver, [f"creator-{index}" for index in range(THREADS)])
     for round_number in range(5):
         name = f"new-{round_number}.txt"
         outcomes: dict[int, str] = {}
 
         def worker(index: int, name: str = name, outcomes: dict[int, str] = outcomes) -> None:
-            session = driver.open_session(f"creator-{index}")
+            session = sessions[index]
             try:
                 session.write(name, f"written by {index}\n")
             except Exception as exc:
@@ -294,8 +310,10 @@ def test_different_files_do_not_interfere(driver, disk):
         disk.write(f"f{index}.txt", "END\n")
     results: list[dict[str, list[str]]] = []
 
+    sessions = _open_sessions(driver, [f"solo-{index}" for index in range(THREADS)])
+
     def worker(index: int) -> None:
-        session = driver.open_session(f"solo-{index}")
+        session = sessions[index]
         markers = [f"s{index}-{n}" for n in range(EDITS_PER_THREAD)]
         results.append(insert_markers(session, f"f{index}.txt", markers, attempts=1))
 

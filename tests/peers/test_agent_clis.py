@@ -181,10 +181,15 @@ def test_single_edit_map_sends_one_edit_at_the_top_level() -> None:
 
 def test_the_agent_clis_are_in_the_catalog_with_honest_capabilities() -> None:
     catalog = load_catalog()
-    for name in ("gemini-cli-core", "codex-apply-patch", "claude-code"):
+    for name in ("gemini-cli-core", "codex-apply-patch", "claude-code", "qwen-code-core"):
         peer = catalog[name]
         assert peer.registry == "npm" and peer.expectations_path is not None
     assert "{adapters}/gemini_tools.mjs" in catalog["gemini-cli-core"].command
+    assert "{adapters}/gemini_tools.mjs" in catalog["qwen-code-core"].command
+    # its dependency @vscode/ripgrep downloads a binary in its install script (offline: fails)
+    assert catalog["qwen-code-core"].install_env == {"npm_config_ignore_scripts": "true"}
+    qwen = load_map(MAPS / "qwen-code-core.toml")
+    assert qwen.capabilities == frozenset({"read", "write", "edit", "confinement"})
     assert (Path(claude_code.__file__).parents[1] / "adapters" / "gemini_tools.mjs").is_file()
     gemini = load_map(MAPS / "gemini-cli-core.toml")
     assert gemini.capabilities == frozenset({"read", "write", "edit", "confinement"})

@@ -5,11 +5,13 @@ runs offline against the catalog's pinned version of its tool (importable from t
 directory of the peer cache, or with the interpreter of its venv there when the catalog
 gives the peer a Python of its own) and exits 1 while the defect is there, 0 once it is fixed.
 The reproductions whose tool is installed in the peer cache (``editspec peers run NAME``
-installs it) run here and must exit 1; every finding must have its write-up.
+installs it) run here and must exit 1, and so do the agent CLIs' (their CLI is installed
+when it is missing); every finding must have its write-up.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -30,6 +32,7 @@ PEER_OF = {
     "desktop-commander": "desktop-commander",
     "codex": "codex-apply-patch",
     "gemini": "gemini-cli-core",
+    "qwen": "qwen-code-core",
     "claude-code": "claude-code",
 }
 
@@ -40,8 +43,16 @@ def _peer(script: Path) -> str:
     return PEER_OF[prefix]
 
 
+# The agent CLIs' reproductions install their pinned CLI when the peer cache lacks it (npm,
+# from the catalog's recipe, as `editspec peers run` and the Claude Code smoke test do), so
+# that a fresh machine runs them too; the others run where their peer is installed.
+INSTALLS = frozenset({"codex-apply-patch", "gemini-cli-core", "claude-code", "qwen-code-core"})
 SCRIPTS = sorted(FINDINGS.glob("*.py"))
-INSTALLED = [script for script in SCRIPTS if load_catalog()[_peer(script)].installed(cache_dir())]
+INSTALLED = [
+    script
+    for script in SCRIPTS
+    if _peer(script) in INSTALLS or load_catalog()[_peer(script)].installed(cache_dir())
+]
 
 
 def test_every_finding_has_its_write_up_and_peer() -> None:
@@ -57,6 +68,13 @@ def test_every_finding_has_its_write_up_and_peer() -> None:
 @pytest.mark.parametrize("script", INSTALLED, ids=[script.stem for script in INSTALLED])
 def test_reproduction_shows_the_defect(script: Path) -> None:
     peer = load_catalog()[_peer(script)]
+    if not peer.installed(cache_dir()):
+        # one installer per peer: pytest-xdist runs a peer's reproductions side by side
+        lock_path = peer.prefix(cache_dir()).with_suffix(".test-install.lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            peer.install(cache_dir())  # does nothing when another worker just installed it
     env = peer.environment(cache_dir())
     # ripgrep from this environment (editspec's [rg] extra), for the tools that use it
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])

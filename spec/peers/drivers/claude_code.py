@@ -158,6 +158,25 @@ class ClaudeSession:
         )
         self._output: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._drain, daemon=True).start()
+        try:
+            self._started()
+        except HarnessError:
+            self.close()
+            raise
+
+    def _started(self) -> None:
+        """Wait until the CLI has started: one turn the model answers with text only.
+
+        The CLI's start (seconds on a loaded machine) belongs to opening the session, not
+        to the first contract call: a clause that times a call (LOCK-008: another session
+        edits "promptly") or races calls of several sessions (LOCK-006) would otherwise
+        time the start-up, or see calls spread over the sessions' start-ups.
+        """
+        with self._lock:
+            self._send("editspec: session start")
+            self._wait_for_result_line()
+        if self.process.poll() is not None:
+            raise HarnessError(f"{TOOL} exited ({self.process.returncode}) while starting")
 
     def _drain(self) -> None:
         assert self.process.stdout is not None
@@ -183,11 +202,7 @@ class ClaudeSession:
             if self.process.poll() is not None:
                 raise HarnessError(f"{TOOL} exited ({self.process.returncode})")
             self.model.call(tool, arguments)
-            text = "editspec: next tool call"
-            message = {"type": "user", "message": {"role": "user", "content": text}}
-            assert self.process.stdin is not None
-            self.process.stdin.write(json.dumps(message) + "\n")
-            self.process.stdin.flush()
+            self._send("editspec: next tool call")
             try:
                 outcome = self.model.outcome(_TURN_TIMEOUT)
             except queue.Empty:
@@ -201,6 +216,16 @@ class ClaudeSession:
             message_text = (found.group(1) if found else text).strip()
             raise ToolRefused(message_text, code_for(message_text, RULES))
         return text
+
+    def _send(self, text: str) -> None:
+        """One user message on the CLI's stdin (stream-json)."""
+        message = {"type": "user", "message": {"role": "user", "content": text}}
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except OSError as exc:
+            raise HarnessError(f"{TOOL} does not take input: {exc}") from None
 
     def _wait_for_result_line(self) -> None:
         """The CLI's end-of-turn line, so the next turn starts on a quiet process."""
