@@ -109,6 +109,7 @@ _TRACED = frozenset(
         "close",
         "fsync_dir",
         "rename",
+        "rename_noreplace",
         "link",
         "unlink",
         "mkdir",

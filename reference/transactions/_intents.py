@@ -3,7 +3,8 @@
 Rules
 -----
 * A tree Delete and a Move publish with a single ``rename`` (into the quarantine, or to
-  the new path): that rename is the commit point, so the disk is all-before or
+  the new path; a file's move: a ``link`` then the source's ``unlink``): that rename
+  (the unlink) is the commit point, so the disk is all-before or
   all-after through a crash with no journal of files. What a crash can still lose is
   the bookkeeping around it: the snapshot that makes the change rewindable is
   recorded *pending* before the rename and confirmed after it. Every state change of
@@ -16,7 +17,10 @@ Rules
 Theory of operation (``settle``, called by ``recover`` under the exclusive guard)
 -------------------------------------------------------------------------------
 For each intent: if the rename happened (``source`` is gone and ``dest`` exists), the
-pending snapshot is confirmed; otherwise it is discarded. Then the intent is removed.
+pending snapshot is confirmed; otherwise it is discarded. A file move publishes by
+link then unlink (``tools._no_clobber``): cut off between the two, ``source`` and
+``dest`` are one file under two names, and the ``dest`` name is removed first, so it
+is discarded too (all-before). Then the intent is removed.
 Both are idempotent, so a crash during recovery is repaired by the next one.
 
 Layout: ``<state_dir>/quarantine/<root_hash>/`` holds the intents
@@ -30,6 +34,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from typing import TYPE_CHECKING
 
 from editspec.reference._fs import makedirs
@@ -141,6 +146,8 @@ def settle(workspace: WorkspaceContext) -> list[str]:
             remove(workspace, intent_id)  # unreadable: its snapshot stays pending, unused
             continue
         store = workspace.snapshots
+        if str(body.get("op")) == "move":
+            _unlink_second_name(workspace, source, dest)
         if _renamed(workspace, intent_id, source, dest):
             store.confirm_transaction(intent_id)
         else:
@@ -149,6 +156,25 @@ def settle(workspace: WorkspaceContext) -> list[str]:
         remove(workspace, intent_id)
         settled.append(intent_id)
     return settled
+
+
+def _unlink_second_name(workspace: WorkspaceContext, source: str, dest: str) -> None:
+    """A move cut off between its link and its unlink left one file with both names:
+    the destination name goes (all-before). Nothing else is touched."""
+    root, fs = workspace.root, workspace.fs
+    source_path = os.path.normpath(os.path.join(root, source))
+    dest_path = os.path.normpath(os.path.join(root, dest))
+    inside = [path.startswith(root + os.sep) for path in (source_path, dest_path)]
+    if os.path.isabs(source) or os.path.isabs(dest) or not all(inside):
+        return
+    try:
+        first, second = fs.lstat(source_path), fs.lstat(dest_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not (os.path.samestat(first, second) and stat.S_ISREG(first.st_mode)):
+        return
+    fs.unlink(dest_path)
+    fs.fsync_dir(os.path.dirname(dest_path))
 
 
 def _remove_created(workspace: WorkspaceContext, created: list[str]) -> None:

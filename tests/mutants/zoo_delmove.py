@@ -10,7 +10,7 @@ from mutant_zoo import Mutant, _replace, register
 from editspec.reference import DeleteResult, MoveResult, MoveStep, ToolError, _errors
 from editspec.reference._results import RecoveryReport
 from editspec.reference.snapshots import _snapshots
-from editspec.reference.tools import _delete, _move
+from editspec.reference.tools import _delete, _move, _no_clobber
 from editspec.reference.transactions import _recovery
 
 
@@ -238,8 +238,15 @@ _mutant(
 )
 
 
+def _plain_rename(workspace: Any, source: str, dest: str) -> Any:
+    workspace.fs.rename(source, dest)  # the mutants' defect: rename(2) replaces dest
+    return ("rename",), ()
+
+
 def _move_clobbers() -> None:
     _replace(_move, "_refuse_existing", lambda workspace, dst, shown: None)
+    _replace(_no_clobber, "publish_file", _plain_rename)
+    _replace(_no_clobber, "publish_dir", _plain_rename)
 
 
 _mutant(
@@ -248,6 +255,21 @@ _mutant(
     ("MOVE",),
     _move_clobbers,
     "MOVE-002",
+)
+
+
+def _check_then_rename() -> None:
+    _replace(_no_clobber, "publish_file", _plain_rename)
+    _replace(_no_clobber, "publish_dir", _plain_rename)
+
+
+_mutant(
+    "move_checks_then_renames",
+    "A move checks that the destination is absent, then renames onto it: a file another "
+    "process creates in between is replaced.",
+    ("MOVE",),
+    _check_then_rename,
+    "MOVE-008",
 )
 
 
