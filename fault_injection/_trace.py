@@ -114,6 +114,7 @@ _TRACED = frozenset(
         "unlink",
         "mkdir",
         "rmdir",
+        "symlink",
         "lock_file",
         "unlock",
     }
@@ -178,4 +179,6 @@ class TraceRecorder(Recording):
             op = attrs.evolve(op, fd=args[0], mode=args[1])
         elif name == "mkdir":
             op = attrs.evolve(op, mode=stat.S_IMODE(os.lstat(record.paths[0]).st_mode))
+        elif name == "symlink":
+            op = attrs.evolve(op, target=args[0])
         self.ops.append(op)

@@ -359,6 +359,9 @@ class FaultyFileSystem(FileSystem):
     def rmdir(self, path: str) -> None:
         self._call("rmdir", (path,), (path,), lambda: self.inner.rmdir(path))
 
+    def symlink(self, target: str, path: str) -> None:
+        self._call("symlink", (path,), (target, path), lambda: self.inner.symlink(target, path))
+
     # -- locks -------------------------------------------------------------------
 
     def lock_file(self, path: str, *, shared: bool = False) -> int:

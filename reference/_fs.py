@@ -56,6 +56,7 @@ MUTATING: frozenset[str] = frozenset(
         "unlink",
         "mkdir",
         "rmdir",
+        "symlink",
         "fchmod",
     }
 )
@@ -370,6 +371,11 @@ class FileSystem:
     def rmdir(self, path: str) -> None:
         with self._parent(path) as (dir_fd, name):
             os.rmdir(name, dir_fd=dir_fd)
+
+    def symlink(self, target: str, path: str) -> None:
+        """Create the symlink ``path`` -> ``target``; EEXIST if ``path`` exists."""
+        with self._parent(path) as (dir_fd, name):
+            os.symlink(target, name, dir_fd=dir_fd)
 
     # -- cross-process lock (not a disk effect) ---------------------------------
 

@@ -47,7 +47,9 @@ def recover(workspace: WorkspaceContext) -> RecoveryReport:
     try:
         with workspace.locks.transactions(exclusive=True):
             _intents.settle(workspace)  # a Delete or Move cut off around its rename (DEL-*)
-            return _recover(workspace)
+            report = _recover(workspace)
+            _intents.settle(workspace)  # a rewind's directories and symlinks, now due
+            return report
     except OSError as exc:
         workspace.mark_needs_recovery(f"recovery failed: {exc}")
         raise _errors.from_oserror(exc, exc.filename, action="recover") from exc

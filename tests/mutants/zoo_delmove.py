@@ -216,6 +216,26 @@ _mutant(
 )
 
 
+def _files_only() -> None:
+    original = _delete.tree_entries
+
+    def tree_entries(root_relative: str, tree: Any, *, moved_to: Any) -> Any:
+        entries = original(root_relative, tree, moved_to=moved_to)
+        return [entry for entry in entries if entry.kind == "file"]
+
+    _replace(_delete, "tree_entries", tree_entries)
+
+
+_mutant(
+    "tree_snapshot_files_only",
+    "A tree delete keeps only its files in the snapshot: rewind brings back neither its "
+    "empty directories nor its symlinks.",
+    ("DEL",),
+    _files_only,
+    "DEL-012",
+)
+
+
 def _move_copies() -> None:
     original = _move._move
 
