@@ -43,7 +43,7 @@ from editspec.reference.snapshots._records import DIR_CONTENT, SnapshotEntry
 from editspec.reference.text._text import sha256_hex
 from editspec.reference.tools._manifest import Tree, scan_tree
 from editspec.reference.tools._write import check_expected_sha256, check_message_id
-from editspec.reference.transactions import _intents
+from editspec.reference.transactions import _intents, _quarantine
 from editspec.reference.transactions._plan import PlannedChange
 from editspec.reference.transactions._transaction import commit
 
@@ -375,6 +375,7 @@ def _delete_tree(
             warnings.extend(_intents.confirm(workspace, intent_id, snapshot=bool(entries)))
             for name in tree.contents:
                 workspace.access.forget(session.id, os.path.join(target.real, name))
+            _quarantine.purge(workspace)  # the retention rule: older trees go
     return DeleteResult(
         path=shown,
         kind="tree",

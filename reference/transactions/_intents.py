@@ -43,6 +43,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -60,8 +61,17 @@ QUARANTINE = "<quarantine>"
 
 
 def new_id(op: str) -> str:
-    """A fresh intent id: ``q…`` for a delete, ``m…`` for a move, ``r…`` for a restore."""
-    return {"delete": "q", "restore": "r"}.get(op, "m") + secrets.token_hex(16)
+    """A fresh intent id: ``q…`` for a delete, ``m…`` for a move, ``r…`` for a restore.
+
+    The first 12 of its 32 hex digits are the time in milliseconds (so a quarantined
+    tree's name says when it was deleted, and ids sort by time), the rest random."""
+    stamp = f"{time.time_ns() // 1_000_000:012x}"[-12:]
+    return {"delete": "q", "restore": "r"}.get(op, "m") + stamp + secrets.token_hex(10)
+
+
+def id_time(intent_id: str) -> float:
+    """The time (seconds since the epoch) an intent id was made at, by ``new_id``."""
+    return int(intent_id[1:13], 16) / 1000.0
 
 
 def quarantine_dir(workspace: WorkspaceContext) -> str:
