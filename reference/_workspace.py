@@ -43,7 +43,7 @@ from editspec.reference.guards._hooks import Hooks, emits_changes, filter_denied
 from editspec.reference.guards._locks import LockTable
 from editspec.reference.patch import _patch
 from editspec.reference.paths._paths import WorkspacePath, resolve
-from editspec.reference.paths._suggest import hint_not_found
+from editspec.reference.paths._suggest import hint_dir_not_found, hint_not_found
 from editspec.reference.search import _glob, _listing, _search
 from editspec.reference.snapshots import _rewind
 from editspec.reference.snapshots._snapshots import SnapshotStore
@@ -206,6 +206,7 @@ class Session:
         )
 
     @emits_changes
+    @hint_not_found
     def write(
         self,
         path: str,
@@ -270,6 +271,7 @@ class Session:
         return _patch.apply_patch(self, patch, message_id=message_id)
 
     @filter_denied
+    @hint_dir_not_found
     def glob(
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
@@ -277,6 +279,7 @@ class Session:
         return _glob.glob(self, pattern, path=path, max_results=max_results)
 
     @filter_denied
+    @hint_dir_not_found
     def grep(
         self,
         pattern: str,
@@ -301,6 +304,7 @@ class Session:
         )
 
     @filter_denied
+    @hint_dir_not_found
     def list_directory(
         self,
         path: str = ".",
@@ -328,6 +332,7 @@ class Session:
         """Explain which ignore rule, if any, excludes ``path`` from search. Spec: GLOB-*."""
         return _search.why_ignored(self, path)
 
+    @hint_dir_not_found
     def manifest(self, path: str) -> ManifestResult:
         """Every entry under a directory and the hash a tree Delete or Move needs. Spec: DEL-*."""
         return _manifest.manifest(self, path)

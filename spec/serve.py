@@ -191,7 +191,7 @@ def build_server(workspace: Workspace) -> Any:
                 partial(run_tool_collecting, workspace, tool, params.arguments)
             )
         except ToolError as exc:
-            return failure(error_text(exc.code, exc.message), error_payload(exc))
+            return failure(error_text(exc.code, exc.message, exc.details), error_payload(exc))
         except Exception as exc:  # outside the error table: a tool error without a code
             return failure(f"internal error: {type(exc).__name__}: {exc}", None)
         for path in changed:
