@@ -217,7 +217,8 @@ def _move(
         else:
             steps = tuple(MoveStep(step=name, outcome="done") for name in done)
             warnings = list(published)
-            for directory in {os.path.dirname(src.real), os.path.dirname(dst.real)}:
+            # In a fixed order, so a recorded power cut replays (scenarios name operations).
+            for directory in sorted({os.path.dirname(src.real), os.path.dirname(dst.real)}):
                 try:
                     fs.fsync_dir(directory)
                 except OSError as exc:
