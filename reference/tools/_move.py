@@ -193,6 +193,15 @@ def _move(
         except FileExistsError as exc:
             _abandon(workspace, intent_id, created, snapshot)
             raise _already_exists(shown, dst) from exc
+        except _no_clobber.BothNamesLeft as exc:
+            # The intent and the pending snapshot stay: recovery removes the new name.
+            raise ToolError(
+                _errors.IO_ERROR,
+                f"moving {shown} to {shown_to} failed ({exc}) and {shown_to} could not be "
+                "removed again; recover() removes it",
+                path=shown,
+                errno=exc.cause.errno,
+            ) from exc
         except (OSError, ToolError) as exc:
             across = isinstance(exc, OSError) and exc.errno == errno.EXDEV
             if not across or tree is not None:

@@ -44,6 +44,16 @@ LINK_UNAVAILABLE = frozenset(
     }
 )
 
+
+class BothNamesLeft(Exception):
+    """The source's unlink failed and the new name could not be removed again: the file
+    has both names until recovery (whose intent must therefore stay) removes the new one."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 UNGUARDED_RENAME = (
     "the destination was checked absent and then renamed onto (no renameat2 with "
     "RENAME_NOREPLACE here): an empty directory another process created there in that "
@@ -71,11 +81,12 @@ def publish_file(
     try:
         fs.fsync_dir(os.path.dirname(dest))  # the new name is durable before the old goes
         fs.unlink(source)  # the commit point
-    except OSError:
+    except OSError as exc:
         if not _remove_second_name(fs, source, dest):
             workspace.mark_needs_recovery(
                 f"{dest} and {source} both name the moved file; recovery removes {dest}"
             )
+            raise BothNamesLeft(exc) from exc
         raise
     return ("link", "unlink_source"), ()
 

@@ -276,3 +276,34 @@ def test_a_failed_unlink_removes_the_new_name_again(tmp_path: Path) -> None:
     session.read("a.txt")
     session.move("a.txt", "b.txt")  # the workspace is not sticky-failed
     assert (root / "b.txt").read_bytes() == TEXT
+
+
+class _UnlinksFail(FileSystem):
+    """Every unlink under ``root`` fails with EIO (a disk going bad mid-move)."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self.root = root
+
+    def unlink(self, path: str) -> None:
+        if path.startswith(self.root + os.sep):
+            raise OSError(errno.EIO, "injected", path)
+        super().unlink(path)
+
+
+def test_a_move_left_with_both_names_is_settled_by_recovery(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_bytes(TEXT)
+    workspace = _workspace(tmp_path, _UnlinksFail(os.path.realpath(root)))
+    with pytest.raises(ToolError) as caught:
+        workspace.session("s").move("a.txt", "new/b.txt", expected_sha256=sha256_hex(TEXT))
+    assert caught.value.code == "IO_ERROR"
+    assert os.stat(root / "a.txt").st_nlink == 2  # both names, until recovery
+    with pytest.raises(ToolError) as refused:
+        workspace.session("s").write("other.txt", "x\n")
+    assert refused.value.code == "NEEDS_RECOVERY"
+    Workspace(root, tmp_path / "state")  # a sound disk again: its constructor recovers
+    assert sorted(os.listdir(root)) == ["a.txt"]  # the new name and its directory are gone
+    assert (root / "a.txt").read_bytes() == TEXT and os.stat(root / "a.txt").st_nlink == 1
+    assert _leftovers(tmp_path) == []
