@@ -133,6 +133,13 @@ def supported_profiles(capabilities: frozenset[str]) -> list[str]:
 
 # -- error codes -------------------------------------------------------------------
 
+#: An optional key of an error's ``details``: up to three existing root-relative paths the
+#: caller probably meant, on a NOT_FOUND for a path (and the reference's Write STALE for a
+#: file ``expected_sha256`` names that is not there). No clause requires it; the reference
+#: gives it for every tool that takes a path, files for a file and directories for a
+#: directory, and ``editspec serve`` repeats it in the error text.
+DID_YOU_MEAN = "did_you_mean"
+
 
 def error_codes() -> frozenset[str]:
     """The closed set of ``code`` strings (the reference's table, DESIGN §2)."""

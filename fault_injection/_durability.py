@@ -261,7 +261,7 @@ class Simulation:
             self._entry_op(op, "remove", path, None)
         elif name == "link":
             self._entry_op(op, "add", path, self.entries[op.paths[0]])
-        elif name == "rename":
+        elif name in ("rename", "rename_noreplace"):
             src, node = op.paths[0], self.entries[op.paths[0]]
             if isinstance(node, FileNode) and self.entries.get(path) == node:
                 return  # rename between two links of one file does nothing (POSIX)

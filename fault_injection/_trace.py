@@ -113,10 +113,12 @@ _TRACED = frozenset(
         "close",
         "fsync_dir",
         "rename",
+        "rename_noreplace",
         "link",
         "unlink",
         "mkdir",
         "rmdir",
+        "symlink",
         "lock_file",
         "unlock",
     }
@@ -197,4 +199,6 @@ class TraceRecorder(Recording):
             op = attrs.evolve(op, fd=args[0], mode=args[1])
         elif name == "mkdir":
             op = attrs.evolve(op, mode=stat.S_IMODE(os.lstat(record.paths[0]).st_mode))
+        elif name == "symlink":
+            op = attrs.evolve(op, target=args[0])
         self.ops.append(op)

@@ -20,6 +20,10 @@ Theory of operation (DESIGN §5, after RocksDB's fault env and SQLite's crash VF
   the records of ``write``/``fsync``/``fchmod``/``close`` name the file.
 * Observers (``fs.observers``) see every completed or refused call with its arguments;
   the power-loss recorder (``powerloss.TraceRecorder``) is one.
+* ``fs.before`` (None by default), if set, is called as ``before(name, paths)`` just
+  before each port call reaches the disk (after a fault plan let it through): a test
+  makes another writer act at an exact point of an operation, the way a process outside
+  the engine would between two of its system calls. It runs unintercepted.
 """
 
 from __future__ import annotations
@@ -109,6 +113,7 @@ class FaultyFileSystem(FileSystem):
         self.secure_walk = self.inner.secure_walk
         self.counting = count
         self.observers: list[Observer] = []
+        self.before: Callable[[str, tuple[str, ...]], None] | None = None
         self.plan: FaultPlan | None = None
         self.log: list[OpRecord] = []
         self.count = 0
@@ -178,6 +183,8 @@ class FaultyFileSystem(FileSystem):
                 if on_refusal is not None:
                     on_refusal()
                 raise OSError(plan.errno, os.strerror(plan.errno), paths[0] if paths else None)
+        if self.before is not None:
+            self.before(name, paths)
         try:
             result = action()
         except OSError as exc:
@@ -334,6 +341,17 @@ class FaultyFileSystem(FileSystem):
             if opened == src:
                 self._fd_paths[fd] = dst
 
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        self._call(
+            "rename_noreplace",
+            (src, dst),
+            (src, dst),
+            lambda: self.inner.rename_noreplace(src, dst),
+        )
+        for fd, opened in list(self._fd_paths.items()):
+            if opened == src:
+                self._fd_paths[fd] = dst
+
     def link(self, src: str, dst: str) -> None:
         self._call("link", (src, dst), (src, dst), lambda: self.inner.link(src, dst))
 
@@ -345,6 +363,9 @@ class FaultyFileSystem(FileSystem):
 
     def rmdir(self, path: str) -> None:
         self._call("rmdir", (path,), (path,), lambda: self.inner.rmdir(path))
+
+    def symlink(self, target: str, path: str) -> None:
+        self._call("symlink", (path,), (target, path), lambda: self.inner.symlink(target, path))
 
     # -- locks -------------------------------------------------------------------
 

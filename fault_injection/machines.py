@@ -10,7 +10,7 @@ One ``RuleBasedStateMachine`` per concern (CONVENTIONS "State machines"):
 * ``RewindMachine``: changes with message ids, external changes, rewind (CONFLICT when
   the history is broken), crash and power loss during a rewind or a patch;
 * ``DeleteMoveMachine``: Delete and Move of files by two sessions (read first or not,
-  onto free or taken paths), crash and I/O errors during either;
+  onto free or taken paths), crash, I/O errors and power loss during either;
 * ``AliasMachine``: a symlink alias and a hard link: tracking and writes through an
   alias, hard links replaced one name at a time, crash during writes;
 * ``CaseAliasMachine``: on a case-insensitive file system (pyfakefs emulating macOS),
@@ -235,7 +235,8 @@ def _predict_move(model: Model, session: str, path: str, dest: str) -> Predictio
 
 
 class DeleteMoveMachine(WorkspaceMachine):
-    """Delete and Move of files: preconditions, no clobber, all or nothing under crashes.
+    """Delete and Move of files: preconditions, no clobber, all or nothing under crashes,
+    injected I/O errors and power cuts (a cut after the call returned keeps its change).
 
     No rewind rule here: Delete and Move record their snapshots under message ids of
     their own (``delete-…``, ``move-…``), which the model's history does not know."""
@@ -308,6 +309,33 @@ class DeleteMoveMachine(WorkspaceMachine):
             lambda m: _predict_move(m, session, path, dest),
             at,
             errno_name,
+        )
+
+    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(paths), data=st.data())
+    def power_loss_during_delete(self, session: str, path: str, data: st.DataObject) -> None:
+        self.maybe_read(session, path, True)
+        self.power_loss(
+            {"call": "delete", "session": session, "path": path, "kind": "file"},
+            lambda m: _predict_delete(m, session, path),
+            data,
+        )
+
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        path=st.sampled_from(paths),
+        dest=st.sampled_from(paths),
+        data=st.data(),
+    )
+    def power_loss_during_move(
+        self, session: str, path: str, dest: str, data: st.DataObject
+    ) -> None:
+        self.maybe_read(session, path, True)
+        if path == dest:
+            return
+        self.power_loss(
+            {"call": "move", "session": session, "path": path, "dest": dest},
+            lambda m: _predict_move(m, session, path, dest),
+            data,
         )
 
 

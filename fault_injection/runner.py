@@ -95,6 +95,10 @@ class InMemoryFileSystem(FileSystem):
     def __init__(self) -> None:
         super().__init__(secure_walk=False)
 
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        # pyfakefs has no renameat2, and a real one would act on the real disk.
+        raise OSError(_errno.ENOSYS, "no renameat2 in memory", src)
+
     def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
         with _modes_kept([path]):
             return super().read_bytes(path, offset=offset, limit=limit)

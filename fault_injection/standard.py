@@ -189,7 +189,7 @@ def move_file() -> Scenario:
     text = _lines("moving")
     return Scenario(
         name="move-file",
-        description="Move of one file into new directories: one rename, never a clobber",
+        description="Move of one file into new directories: link then unlink, never a clobber",
         initial={"keep.txt": _file(_lines("keep")), "old/moving.txt": _file(text)},
         steps=(
             {

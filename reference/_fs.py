@@ -21,9 +21,12 @@ Rules of the port:
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno as _errno
 import os
 import stat as _stat
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 
 from editspec.reference._supports import LOCAL_DISK, Supports
 
@@ -51,13 +54,46 @@ MUTATING: frozenset[str] = frozenset(
         "close",
         "fsync_dir",
         "rename",
+        "rename_noreplace",
         "link",
         "unlink",
         "mkdir",
         "rmdir",
+        "symlink",
         "fchmod",
     }
 )
+
+
+#: ``renameat2``'s flag: fail with EEXIST rather than replace the destination (Linux 3.15+).
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+#: The ``os`` function the port calls for a rename, as imported: when something has
+#: replaced it since (an os-level interceptor, an in-memory file system), a system call
+#: made through ``ctypes`` would bypass it, so ``rename_noreplace`` is refused instead.
+_OS_REPLACE = os.replace
+#: Errors that mean "no such operation here" (no ``renameat2``, or a file system that
+#: does not take the flag): the caller falls back to another way.
+NOREPLACE_UNAVAILABLE = frozenset(
+    {_errno.ENOSYS, _errno.EINVAL, _errno.ENOTSUP, getattr(_errno, "EOPNOTSUPP", _errno.ENOTSUP)}
+)
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.renameat2  # glibc 2.28+, musl 1.2.2+
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    function.argtypes += [ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_RENAMEAT2 = _load_renameat2()
 
 
 def _platform_supports_secure_walk() -> bool:
@@ -321,6 +357,28 @@ class FileSystem:
         with self._parent(src) as (src_fd, src_name), self._parent(dst) as (dst_fd, dst_name):
             os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        """Rename ``src`` to ``dst`` atomically unless ``dst`` exists (then EEXIST).
+
+        ``renameat2(RENAME_NOREPLACE)``: the check and the rename are one system call, so
+        no other process can create ``dst`` in between (MOVE-002). Raises an ``OSError``
+        whose errno is in ``NOREPLACE_UNAVAILABLE`` where there is no such call (not
+        Linux, an old C library or kernel, a file system without the flag) or where the
+        ``os`` module has been replaced (the call would bypass whatever replaced it)."""
+        if _RENAMEAT2 is None or os.replace is not _OS_REPLACE:
+            raise OSError(_errno.ENOSYS, "renameat2(RENAME_NOREPLACE) is not available", src)
+        with self._parent(src) as (src_fd, src_name), self._parent(dst) as (dst_fd, dst_name):
+            result = _RENAMEAT2(
+                _AT_FDCWD if src_fd is None else src_fd,
+                os.fsencode(src_name),
+                _AT_FDCWD if dst_fd is None else dst_fd,
+                os.fsencode(dst_name),
+                _RENAME_NOREPLACE,
+            )
+            if result != 0:
+                number = ctypes.get_errno()
+                raise OSError(number, os.strerror(number), src, None, dst)
+
     def link(self, src: str, dst: str) -> None:
         """Hard-link ``src`` at ``dst``; fails with EEXIST if ``dst`` exists (no clobber)."""
         with self._parent(src) as (src_fd, src_name), self._parent(dst) as (dst_fd, dst_name):
@@ -337,6 +395,11 @@ class FileSystem:
     def rmdir(self, path: str) -> None:
         with self._parent(path) as (dir_fd, name):
             os.rmdir(name, dir_fd=dir_fd)
+
+    def symlink(self, target: str, path: str) -> None:
+        """Create the symlink ``path`` -> ``target``; EEXIST if ``path`` exists."""
+        with self._parent(path) as (dir_fd, name):
+            os.symlink(target, name, dir_fd=dir_fd)
 
     # -- cross-process lock (not a disk effect) ---------------------------------
 

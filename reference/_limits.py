@@ -31,3 +31,8 @@ class Limits:
     glob_pattern_chars: int = 4 * KiB  # TOO_LARGE beyond
     edits_per_call: int = 1000  # TOO_LARGE beyond
     grep_seconds: float = 60.0  # a grep without a deadline ends CANCELLED after this
+    # Retention of the trees a Delete moved into the quarantine (``_quarantine``): rewind
+    # needs none of them (snapshots keep the bytes), so they go after this age, and the
+    # oldest beyond this count, at each tree delete and each recovery. None: no bound.
+    quarantine_seconds: float | None = 7 * 24 * 3600.0
+    quarantine_trees: int | None = 100

@@ -245,7 +245,7 @@ class DeleteResult:
 class MoveStep:
     """One step of a move and how it went: "done", "failed: <errno>" or "pending"."""
 
-    step: str  # "rename" | "copy" | "fsync" | "verify" | "delete_source"
+    step: str  # "link" | "unlink_source" | "rename" | "copy" | "fsync" | "verify" | "delete_source"
     outcome: str
 
 
@@ -256,7 +256,7 @@ class MoveResult:
     path: str
     move_to: str
     kind: str  # "file" | "dir"
-    atomic: bool  # True for one rename; False for copy + verify + delete (EXDEV)
+    atomic: bool  # True for a link + unlink or one rename; False for copy + verify + delete
     steps: tuple[MoveStep, ...]
     sha256: str | None  # a file's bytes; None for a directory
     items: tuple[ManifestItem, ...]  # a directory's entries

@@ -38,7 +38,7 @@ from editspec.reference._store import FilesWorkspace
 from editspec.reference._supports import unsupported
 from editspec.reference.guards._hooks import emits_changes, filter_denied
 from editspec.reference.patch import _patch
-from editspec.reference.paths._suggest import hint_not_found
+from editspec.reference.paths._suggest import hint_dir_not_found, hint_not_found
 from editspec.reference.search import _glob, _listing, _search
 from editspec.reference.snapshots import _rewind
 from editspec.reference.tools import _delete, _edit, _manifest, _move, _notebook, _read, _write
@@ -96,6 +96,7 @@ class Session:
         )
 
     @emits_changes
+    @hint_not_found
     def write(
         self,
         path: str,
@@ -160,6 +161,7 @@ class Session:
         return _patch.apply_patch(self, patch, message_id=message_id)
 
     @filter_denied
+    @hint_dir_not_found
     def glob(
         self, pattern: str, *, path: str | None = None, max_results: int | None = None
     ) -> GlobResult:
@@ -168,6 +170,7 @@ class Session:
         return _glob.glob(session, pattern, path=path, max_results=max_results)
 
     @filter_denied
+    @hint_dir_not_found
     def grep(
         self,
         pattern: str,
@@ -193,6 +196,7 @@ class Session:
         )
 
     @filter_denied
+    @hint_dir_not_found
     def list_directory(
         self,
         path: str = ".",
@@ -222,6 +226,7 @@ class Session:
         session = self._on_disk("why_ignored")
         return _search.why_ignored(session, path)
 
+    @hint_dir_not_found
     def manifest(self, path: str) -> ManifestResult:
         """Every entry under a directory and the hash a tree Delete or Move needs. Spec: DEL-*."""
         session = self._on_disk("manifest")

@@ -63,13 +63,19 @@ ERROR_HINTS: Mapping[str, str] = {
 _PREVIEW_CHARS = 64  # of the hex preview, in the read header's binary line
 
 
-def error_text(code: str | None, message: str) -> str:
-    """``CODE: message`` and, on the next line, what to do about it."""
+def error_text(code: str | None, message: str, details: Mapping[str, Any] | None = None) -> str:
+    """``CODE: message``, the paths probably meant (``did_you_mean``) and, on the last
+    line, what to do about it."""
     if code is None:
         return message
     hint = ERROR_HINTS.get(code)
-    first = f"{code}: {message}"
-    return f"{first}\n{hint}" if hint else first
+    lines = [f"{code}: {message}"]
+    meant = (details or {}).get("did_you_mean")
+    if isinstance(meant, (list, tuple)) and meant:
+        lines.append("did you mean: " + ", ".join(str(path) for path in meant))
+    if hint:
+        lines.append(hint)
+    return "\n".join(lines)
 
 
 def _plural(count: int, word: str) -> str:

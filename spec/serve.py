@@ -22,9 +22,11 @@ Change notifications: after a call that changed files, the server sends
 absolute path; a move names both paths), in the order the engine committed them, once
 the call has returned (the data is durable). They come from the engine's change events
 (``Workspace.hooks.subscribe``); a notification that cannot be sent never turns the
-call's result into a failure. They are sent in the handshake-era protocol
-(``initialize``); a client of the 2026-07-28 protocol receives change notifications only
-on ``subscriptions/listen`` streams, which this server does not serve yet.
+call's result into a failure. In the handshake-era protocol (``initialize``) they go to
+the session that made the call; a client of the 2026-07-28 protocol opens a
+``subscriptions/listen`` stream naming the ``file://`` URIs it wants
+(``resource_subscriptions``) and gets those on it, whichever session made the change
+(the SDK's ``ListenHandler`` over an in-process ``InMemorySubscriptionBus``).
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def build_server(workspace: Workspace) -> Any:
     import anyio.to_thread
     import mcp.types as types
     from mcp.server import Server
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
     from mcp.shared.exceptions import MCPError
 
     tools = [
@@ -163,8 +166,13 @@ def build_server(workspace: Workspace) -> Any:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    # Files are resources only as far as change notifications go: none is listed, and a
-    # subscription is accepted (every changed file is announced, subscribed or not).
+    # Files are resources only as far as change notifications go: none is listed. A
+    # handshake-era subscription (resources/subscribe) is accepted, and every changed file
+    # is announced to that session, subscribed or not; a 2026-07-28 client gets the files
+    # it names on a subscriptions/listen stream (the SDK's handler filters by URI).
+    bus = InMemorySubscriptionBus()
+    listen = ListenHandler(bus)
+
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[])
 
@@ -191,12 +199,16 @@ def build_server(workspace: Workspace) -> Any:
                 partial(run_tool_collecting, workspace, tool, params.arguments)
             )
         except ToolError as exc:
-            return failure(error_text(exc.code, exc.message), error_payload(exc))
+            return failure(error_text(exc.code, exc.message, exc.details), error_payload(exc))
         except Exception as exc:  # outside the error table: a tool error without a code
             return failure(f"internal error: {type(exc).__name__}: {exc}", None)
         for path in changed:
+            uri = file_uri(workspace.root, path)
             try:
-                await ctx.session.send_resource_updated(file_uri(workspace.root, path))
+                await bus.publish(ResourceUpdated(uri=uri))  # every open listen stream
+                # The calling session, at the handshake era (the SDK drops it at 2026-07-28,
+                # where only listen streams carry change notifications).
+                await ctx.session.send_resource_updated(uri)
             except Exception:  # a lost notification never hides the change
                 break
         data = unicode_safe(data)
@@ -214,6 +226,7 @@ def build_server(workspace: Workspace) -> Any:
         on_list_resources=list_resources,
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=subscribe,
+        on_subscriptions_listen=listen,
     )
 
 

@@ -9,6 +9,8 @@ deleted is kept behind ``restore_ref``, which ``rewind`` takes.
 
 from __future__ import annotations
 
+import os
+
 from editspec.spec import MUST, clause, prepare_change, raises_code
 from editspec.spec.fixtures import sha256
 
@@ -311,3 +313,37 @@ def test_delete_missing_is_not_found(session, disk):
     assert not disk.exists("control.txt"), "control: an existing file was not deleted"
     with raises_code("NOT_FOUND"):
         session.delete("missing.txt", kind="file", expected_sha256=sha256("x"))
+
+
+@clause(
+    "DEL-012",
+    MUST,
+    requires={"delete", "snapshots"},
+    text="rewind(restore_ref) of a tree delete brings back the whole tree: its empty "
+    "directories (the tree's own directory included) and its symlinks, each pointing where "
+    "it pointed, as well as its files.",
+    rationale="A package whose empty data/ directory or whose symlinked config does not come "
+    "back is not the package that was deleted; a rewind that restores files only leaves "
+    "imports and builds broken.",
+)
+def test_tree_rewind_restores_directories_and_symlinks(session, disk, alias, symlinks):
+    files = _tree(disk)
+    disk.mkdir("pkg/empty")
+    disk.mkdir("pkg/sub/also-empty")
+    alias.symlink("pkg/link.py", "a.py")
+    alias.symlink("pkg/sub/dangling", "missing-on-purpose")
+    listing = session.manifest("pkg")
+    deleted = session.delete("pkg", kind="tree", manifest_sha256=listing.manifest_sha256)
+    assert not disk.exists("pkg"), "control: the tree was not deleted"
+    assert deleted.restore_ref, "a tree delete reported no restore_ref"
+    session.rewind(deleted.restore_ref)
+    for path, data in files.items():
+        assert disk.read(path) == data, f"{path} was not restored exactly"
+    for directory in ("pkg/empty", "pkg/sub/also-empty"):
+        real = disk.path(directory)
+        assert real.is_dir() and not real.is_symlink(), f"{directory} did not come back"
+        assert list(real.iterdir()) == [], f"{directory} came back with entries in it"
+    for link, target in (("pkg/link.py", "a.py"), ("pkg/sub/dangling", "missing-on-purpose")):
+        real = disk.path(link)
+        assert real.is_symlink(), f"{link} did not come back as a symlink"
+        assert os.readlink(real) == target, f"{link} points to {os.readlink(real)!r}"

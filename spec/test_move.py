@@ -3,7 +3,8 @@
 Within one file system a move is one rename; across file systems (EXDEV) it is copy,
 fsync, verify by hash, then delete, and the result says ``atomic`` False with each step's
 outcome. The suite injects EXDEV at the move's rename through the os calls of a
-``python_fs`` driver; it never needs a real second file system.
+``python_fs`` driver; it never needs a real second file system. It also creates the
+destination, as another process would, just before each step of a move (MOVE-008).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 from editspec.spec import (
     MUST,
+    call_at,
     clause,
     count_mutations,
     fail_at,
@@ -94,7 +96,7 @@ def test_move_unread_is_refused(session, disk):
 def _rename_index(trace, destination: str) -> int | None:
     for call in trace:
         named = call.paths and os.path.basename(call.paths[-1]) == destination
-        if call.name in ("rename", "replace") and named:
+        if call.name in ("rename", "replace", "link") and named:
             return call.index
     return None
 
@@ -103,8 +105,8 @@ def _rename_index(trace, destination: str) -> int | None:
     "MOVE-004",
     MUST,
     requires={"move", "python_fs"},
-    text="When the move's rename fails with EXDEV (another file system), the file is still "
-    "moved, by copy, fsync, verify and delete: exact bytes at the new path, the old path "
+    text="When the move's rename (or link) fails with EXDEV (another file system), the file "
+    "is still moved, by copy, fsync, verify and delete: exact bytes at the new path, the old path "
     "gone, and the result says atomic False with the outcome of each step.",
     rationale="Presenting a copy-then-delete as a rename hides the window in which both or "
     "neither path holds the file; the host must know it was not atomic.",
@@ -118,7 +120,7 @@ def test_exdev_move_is_reported_as_steps(session, disk):
     assert result.atomic is True, "a plain rename within one file system is atomic"
     index = _rename_index(clean.trace, "b.txt")
     if index is None:
-        inconclusive("the move made no rename to its destination to fail with EXDEV")
+        inconclusive("the move made no rename or link to its destination to fail with EXDEV")
     disk.write("c.txt", TEXT)
     with fail_at(index, errno.EXDEV) as point:
         result = session.move("c.txt", "b2.txt", expected_sha256=sha256(TEXT))
@@ -204,3 +206,77 @@ def test_directory_move_needs_a_fresh_manifest(session, disk):
     with raises_code("STALE"):
         session.move("lib", "pkg", manifest_sha256=listing.manifest_sha256)
     disk.assert_unchanged(before)
+
+
+def _first_naming(trace, destination: str) -> int | None:
+    """The index of the first mutating call that names ``destination`` (its publish)."""
+    for call in trace:
+        if any(path and os.path.basename(path) == destination for path in call.paths):
+            return call.index
+    return None
+
+
+def _create_if_absent(disk, rel: str, payload: bytes) -> bool:
+    """What another process does: create ``rel`` exclusively; False if it exists."""
+    try:
+        fd = os.open(disk.root / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, payload)
+    finally:
+        os.close(fd)
+    return True
+
+
+@clause(
+    "MOVE-008",
+    MUST,
+    requires={"move", "python_fs"},
+    text="A destination that another process creates while a move runs, after the move's "
+    "own checks and before its publish, is never replaced: the move fails with "
+    "ALREADY_EXISTS, the other process's file keeps its bytes and the source keeps its own.",
+    rationale="A check that the destination is absent followed by rename(2) leaves an "
+    "instant in which a file saved by an editor or a build is silently replaced; only a "
+    "publish that itself refuses an existing name (link, renameat2 RENAME_NOREPLACE) "
+    "closes it.",
+)
+def test_move_never_clobbers_a_racing_create(session, disk):
+    _control_move(session, disk)
+    disk.write("a.txt", TEXT)
+    prepare_change(session, "a.txt")
+    with count_mutations() as clean:
+        session.move("a.txt", "b.txt")
+    assert disk.read("b.txt") == TEXT.encode(), "the move did not land"
+    publish = _first_naming(clean.trace, "b.txt")
+    if publish is None:
+        inconclusive("the move made no os call that names its destination")
+    raced = 0
+    for step in range(1, publish + 1):
+        disk.path("b.txt").unlink(missing_ok=True)
+        disk.write("a.txt", TEXT)
+        prepare_change(session, "a.txt")
+        payload = f"saved by another process before step {step}\n".encode()
+        created: list[bool] = []
+        failure: Exception | None = None
+        try:
+            racer = lambda made=created, data=payload: made.append(  # noqa: E731
+                _create_if_absent(disk, "b.txt", data)
+            )
+            with call_at(step, racer):
+                session.move("a.txt", "b.txt")
+        except Exception as exc:
+            failure = exc
+        if created != [True]:
+            break  # the move had published already (or ended before this step)
+        raced += 1
+        assert disk.read("b.txt") == payload, (
+            f"step {step}: the file another process created at the destination was replaced"
+        )
+        assert disk.read("a.txt") == TEXT.encode(), f"step {step}: the source lost its bytes"
+        with raises_code("ALREADY_EXISTS"):
+            if failure is not None:
+                raise failure
+        disk.path("b.txt").unlink()
+    if raced == 0:
+        inconclusive("no step of the move ran before its publish")

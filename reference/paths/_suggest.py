@@ -31,8 +31,11 @@ SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".tox"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def likely_paths(workspace: WorkspaceContext, requested: str) -> list[str]:
-    """Up to three existing files, root-relative, that ``requested`` probably meant."""
+def likely_paths(
+    workspace: WorkspaceContext, requested: str, *, directories: bool = False
+) -> list[str]:
+    """Up to three existing files (or ``directories``), root-relative, that ``requested``
+    probably meant."""
     wanted = posixpath.normpath(requested.replace(os.sep, "/")).lstrip("/")
     if os.path.isabs(requested):
         root = workspace.root.replace(os.sep, "/")
@@ -42,7 +45,9 @@ def likely_paths(workspace: WorkspaceContext, requested: str) -> list[str]:
         wanted = absolute[len(root) + 1 :]
     if not wanted or wanted.startswith(".."):
         return []
-    files = _files(workspace)
+    files, dirs = _entries(workspace)
+    if directories:
+        files = dirs
     name = posixpath.basename(wanted)
     same_name = sorted(
         (path for path in files if posixpath.basename(path) == name),
@@ -56,9 +61,11 @@ def likely_paths(workspace: WorkspaceContext, requested: str) -> list[str]:
     return found[:MAX_SUGGESTIONS]
 
 
-def _files(workspace: WorkspaceContext) -> list[str]:
+def _entries(workspace: WorkspaceContext) -> tuple[list[str], list[str]]:
+    """The workspace's files and directories, by a bounded walk."""
     fs, root, state = workspace.fs, workspace.root, workspace.state_dir
     files: list[str] = []
+    dirs: list[str] = []
     pending = [""]
     seen = 0
     while pending and seen < MAX_WALK_ENTRIES:
@@ -79,14 +86,27 @@ def _files(workspace: WorkspaceContext) -> list[str]:
             if stat.S_ISDIR(mode):
                 if name not in SKIPPED_DIRS and real != state:
                     pending.append(path)
+                    dirs.append(path)
             elif stat.S_ISREG(mode):
                 files.append(path)
-    return files
+    return files, dirs
 
 
-def hint_not_found(method: _F) -> _F:
-    """A Session method whose NOT_FOUND for a path carries ``details["did_you_mean"]``."""
+def _names_missing(exc: ToolError) -> bool:
+    """A NOT_FOUND, or a STALE because the file ``expected_sha256`` named is not there
+    (Write: the caller believes a file exists that does not)."""
+    if exc.code == _errors.NOT_FOUND:
+        return True
+    details = exc.details
+    return (
+        exc.code == _errors.STALE
+        and "expected_sha256" in details
+        and "current_sha256" in details
+        and details["current_sha256"] is None
+    )
 
+
+def _hinting(method: _F, *, directories: bool) -> _F:
     @functools.wraps(method)
     def call(self: SessionContext, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -95,9 +115,9 @@ def hint_not_found(method: _F) -> _F:
             path = exc.details.get("path")
             # A hint walks the workspace: only where the service has directories.
             listed = self.workspace.supports.directories
-            if exc.code == _errors.NOT_FOUND and isinstance(path, str) and path and listed:
+            if _names_missing(exc) and isinstance(path, str) and path and listed:
                 try:
-                    suggestions = likely_paths(self.workspace, path)
+                    suggestions = likely_paths(self.workspace, path, directories=directories)
                 except Exception:  # a hint must never hide the error it decorates
                     suggestions = []
                 if suggestions:
@@ -105,3 +125,14 @@ def hint_not_found(method: _F) -> _F:
             raise
 
     return call  # type: ignore[return-value]
+
+
+def hint_not_found(method: _F) -> _F:
+    """A Session method whose NOT_FOUND for a file (or Write's STALE for a missing one)
+    carries ``details["did_you_mean"]``: up to three existing files."""
+    return _hinting(method, directories=False)
+
+
+def hint_dir_not_found(method: _F) -> _F:
+    """The same, for a method that names a directory: the hints are directories."""
+    return _hinting(method, directories=True)

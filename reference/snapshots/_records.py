@@ -20,6 +20,10 @@ from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+#: The kinds of entry besides files; a record names them in an entry's ``kind``.
+OTHER_KINDS = frozenset({"dir", "symlink"})
+#: What a directory "contains" for the chain check: nothing (its entries are their own).
+DIR_CONTENT = b""
 
 
 @attrs.frozen(kw_only=True)
@@ -28,6 +32,10 @@ class SnapshotEntry:
 
     ``relative``: the real path relative to the root, "/"-separated (the canonical key).
     ``mode``: permission bits before the change, used when rewind recreates the file.
+    ``kind``: "file", or "dir" / "symlink" for the other entries of a tree that a Delete
+    or Move takes away. Their *content* is what ``before`` and ``after_sha256`` hold: a
+    directory's is empty (``DIR_CONTENT``), a symlink's is its target; so the same chain
+    check applies to every kind.
     """
 
     relative: str
@@ -35,6 +43,7 @@ class SnapshotEntry:
     before: bytes | None
     after_sha256: str | None
     mode: int | None = None
+    kind: str = "file"
 
 
 @attrs.frozen(kw_only=True)
@@ -46,6 +55,7 @@ class RecordedEntry:
     before_sha256: str | None
     mode: int | None
     after_sha256: str | None
+    kind: str = "file"
 
 
 @attrs.frozen(kw_only=True)
@@ -120,3 +130,4 @@ def validate_record(path: str, record: Mapping[str, Any]) -> None:
         need(before is None or is_sha(before), "bad before hash")
         need(after is None or is_sha(after), "bad after hash")
         need(mode is None or isinstance(mode, int), "bad mode")
+        need(entry.get("kind", "file") in OTHER_KINDS | {"file"}, "bad entry kind")

@@ -19,7 +19,10 @@
    point recovers to all-before or all-after: files created after ``m`` are deleted,
    files deleted after ``m`` are recreated with their recorded mode, moves are undone
    (a move is recorded as a delete of the source and a creation of the destination),
-   every other file gets its before-bytes back (verified against their hash). In the
+   every other file gets its before-bytes back (verified against their hash). The
+   directories and symlinks of a deleted or moved tree are made (or, at a move's
+   destination, removed) right after the commit point, under an intent recovery
+   settles with the journal (``_rewind_others``, ``transactions._extras``). In the
    same transaction a rewind marker that names every undone record is recorded and
    confirmed with it, so the history and the disk move together.
 
@@ -36,6 +39,7 @@ Decisions:
 
 from __future__ import annotations
 
+import secrets
 import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -47,9 +51,11 @@ from editspec.reference._arguments import MESSAGE_ID_CHARS, check_text
 from editspec.reference._context import SessionContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import RestoredFile, RewindResult
+from editspec.reference.snapshots import _rewind_others
 from editspec.reference.snapshots._records import HistoryRecord, RecordedEntry
 from editspec.reference.text import _text
-from editspec.reference.transactions import _transaction
+from editspec.reference.transactions import _extras, _intents, _transaction
+from editspec.reference.transactions._extras import Extra
 from editspec.reference.transactions._plan import PlannedChange
 
 if TYPE_CHECKING:
@@ -103,16 +109,23 @@ def rewind(session: SessionContext, message_id: str) -> RewindResult:
     undone = [record for record in history.live if record.seq >= start]
     if not undone:
         return RewindResult(restored=())
+    files, others = _rewind_others.split(_by_file(undone))
     restores = [
         restore
-        for relative, entries in _by_file(undone).items()
+        for relative, entries in files.items()
         if (restore := _check_file(session, relative, entries)) is not None
     ]
+    extras = _rewind_others.plan(
+        session, others, {restore.relative for restore in restores if restore.target is None}
+    )
     undone_seqs = [record.seq for record in undone]
-    if not restores:
+    if not restores and not extras:
         # The disk already is as it was before the message: only the history moves.
         store.record_rewind(session.id, message_id, undone_seqs)
         return RewindResult(restored=())
+    if not restores:
+        return _rewind_others_only(session, message_id, undone_seqs, extras)
+    intent_id = _intents.new_id("restore") if extras else None
 
     changes = [
         PlannedChange(
@@ -131,16 +144,29 @@ def rewind(session: SessionContext, message_id: str) -> RewindResult:
         nonlocal marker_written
         store.record_rewind(session.id, message_id, undone_seqs, transaction_id=txn_id)
         marker_written = True
+        if intent_id is not None:
+            # Before the journal exists: recovery makes the extras iff the journal commits.
+            _intents.write_restore(workspace, intent_id, txn_id, extras, journaled=True)
+
+    extras_due = False
 
     def on_committed(txn_id: str) -> None:
+        nonlocal extras_due
         store.confirm_transaction(txn_id)
         _update_access(session, restores)
+        if intent_id is not None:
+            # From now on the extras are due whatever the journal's state: the journal's
+            # backups go only after this, and a directory holding one cannot be removed.
+            _intents.write_restore(workspace, intent_id, txn_id, extras, journaled=False)
+            extras_due = True
 
     try:
         txn_id = _transaction.commit(
             workspace, changes, on_prepared=on_prepared, on_committed=on_committed
         )
     except ToolError as exc:
+        if intent_id is not None:
+            _intents.remove(workspace, intent_id)  # nothing of it was made: no commit
         if exc.code in _CHANGED_MEANWHILE:
             # A file changed between the check and the locked re-verification.
             raise ToolError(
@@ -150,12 +176,71 @@ def rewind(session: SessionContext, message_id: str) -> RewindResult:
                 **exc.details,
             ) from exc
         raise
+    if intent_id is not None and extras_due:
+        _make_extras(session, message_id, intent_id, extras)
     return RewindResult(
         restored=tuple(
             RestoredFile(path=restore.relative, action=restore.action) for restore in restores
-        ),
+        )
+        + _restored_others(extras),
         transaction_id=txn_id,
     )
+
+
+def _restored_others(extras: Sequence[Extra]) -> tuple[RestoredFile, ...]:
+    return tuple(
+        RestoredFile(path=extra.path, action=RECREATED if extra.creates else DELETED)
+        for extra in _extras.in_order(extras)
+    )
+
+
+def _rewind_others_only(
+    session: SessionContext, message_id: str, undone_seqs: list[int], extras: Sequence[Extra]
+) -> RewindResult:
+    """No file to restore, only directories and symlinks: no journal, an intent alone.
+
+    The marker is recorded pending, the intent says "make these", then they are made
+    and the marker confirmed; a crash anywhere after the intent is finished by
+    recovery (all-after), and before it nothing was made (all-before)."""
+    workspace = session.workspace
+    store = workspace.snapshots
+    with workspace.locks.transactions(exclusive=False):
+        txn_id = secrets.token_hex(16)
+        intent_id = _intents.new_id("restore")
+        store.record_rewind(session.id, message_id, undone_seqs, transaction_id=txn_id)
+        try:
+            _intents.write_restore(workspace, intent_id, txn_id, extras, journaled=False)
+        except OSError as exc:
+            store.discard_transaction(txn_id)
+            raise _errors.from_oserror(exc, message_id, action="rewind") from exc
+        _make_extras(session, message_id, intent_id, extras, confirm=txn_id)
+    return RewindResult(restored=_restored_others(extras), transaction_id=txn_id)
+
+
+def _make_extras(
+    session: SessionContext,
+    message_id: str,
+    intent_id: str,
+    extras: Sequence[Extra],
+    *,
+    confirm: str | None = None,
+) -> None:
+    """Make the extras an intent names as due (and confirm the marker ``confirm``), then
+    forget the intent; a failure is left to ``recover()``, which makes them (the
+    workspace refuses changes until then)."""
+    workspace = session.workspace
+    try:
+        _extras.apply(workspace.fs, workspace.root, extras)
+        if confirm is not None:
+            workspace.snapshots.confirm_transaction(confirm)  # before the intent goes
+    except OSError as exc:
+        workspace.mark_needs_recovery(f"the rewind to {message_id} was interrupted")
+        raise ToolError(
+            _errors.IO_ERROR,
+            f"the rewind to {message_id} could not finish ({exc}); recover() finishes it",
+            message_id=message_id,
+        ) from exc
+    _intents.remove(workspace, intent_id)
 
 
 def _op(restore: _Restore) -> str:

@@ -154,15 +154,16 @@ class SnapshotStore:
             before_sha = None if entry.before is None else sha256_hex(entry.before)
             if entry.before is not None and before_sha is not None:
                 blobs[before_sha] = entry.before
-            recorded.append(
-                {
-                    "path": entry.relative,
-                    "existed": entry.existed,
-                    "before": before_sha,
-                    "mode": entry.mode,
-                    "after": entry.after_sha256,
-                }
-            )
+            item: dict[str, Any] = {
+                "path": entry.relative,
+                "existed": entry.existed,
+                "before": before_sha,
+                "mode": entry.mode,
+                "after": entry.after_sha256,
+            }
+            if entry.kind != "file":
+                item["kind"] = entry.kind  # absent for a file: older records read the same
+            recorded.append(item)
         self._append(
             session_id,
             {"kind": "change", "message_id": message_id, "entries": recorded},
@@ -426,6 +427,7 @@ class SnapshotStore:
                     before_sha256=entry["before"],
                     mode=entry["mode"],
                     after_sha256=entry["after"],
+                    kind=entry.get("kind", "file"),
                 )
                 for entry in record["entries"]
             )

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._results import DeleteResult, ManifestItem
-from editspec.reference.snapshots._records import SnapshotEntry
+from editspec.reference.snapshots._records import DIR_CONTENT, SnapshotEntry
 from editspec.reference.text._text import sha256_hex
 from editspec.reference.tools._manifest import Tree, scan_tree
 from editspec.reference.tools._write import check_expected_sha256, check_message_id
-from editspec.reference.transactions import _intents
+from editspec.reference.transactions import _intents, _quarantine
 from editspec.reference.transactions._plan import PlannedChange
 from editspec.reference.transactions._transaction import commit
 
@@ -211,8 +211,33 @@ def check_tree(tree: Tree, expected: str, shown: str) -> None:
 
 
 def tree_entries(root_relative: str, tree: Tree, *, moved_to: str | None) -> list[SnapshotEntry]:
-    """Snapshot entries for every file of a tree that leaves ``root_relative``."""
+    """Snapshot entries for every entry of a tree that leaves ``root_relative``: its files,
+    and its directories (the tree's own included) and symlinks, so that a rewind brings
+    back empty directories and links too. Spec: DEL-*, MOVE-*."""
     entries: list[SnapshotEntry] = []
+    others: list[tuple[str, str, bytes]] = [("", "dir", DIR_CONTENT)]
+    for item in tree.items:
+        if item.type == "dir":
+            others.append((item.path, "dir", DIR_CONTENT))
+        elif item.type == "symlink":
+            others.append((item.path, "symlink", os.fsencode(tree.links[item.path])))
+    for relative, kind, content in others:
+        source = f"{root_relative}/{relative}" if relative else root_relative
+        entries.append(
+            SnapshotEntry(
+                relative=source, existed=True, before=content, after_sha256=None, kind=kind
+            )
+        )
+        if moved_to is not None:
+            entries.append(
+                SnapshotEntry(
+                    relative=f"{moved_to}/{relative}" if relative else moved_to,
+                    existed=False,
+                    before=None,
+                    after_sha256=sha256_hex(content),
+                    kind=kind,
+                )
+            )
     for relative, data in sorted(tree.contents.items()):
         digest = sha256_hex(data)
         entries.append(
@@ -380,6 +405,7 @@ def _delete_tree(
             warnings.extend(_intents.confirm(workspace, intent_id, snapshot=bool(entries)))
             for name in tree.contents:
                 workspace.access.forget(session.id, os.path.join(target.real, name))
+            _quarantine.purge(workspace)  # the retention rule: older trees go
     return DeleteResult(
         path=shown,
         kind="tree",

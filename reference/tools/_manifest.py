@@ -40,6 +40,7 @@ class Tree:
     contents: dict[str, bytes]  # tree-relative path -> bytes, files only
     modes: dict[str, int]
     manifest_sha256: str
+    links: dict[str, str] = attrs.field(factory=dict)  # tree-relative path -> symlink target
 
 
 def manifest_hash(label: str, items: tuple[ManifestItem, ...]) -> str:
@@ -56,6 +57,7 @@ def scan_tree(workspace: WorkspaceContext, real_dir: str, label: str) -> Tree:
     items: list[ManifestItem] = []
     contents: dict[str, bytes] = {}
     modes: dict[str, int] = {}
+    links: dict[str, str] = {}
     total = 0
     pending = [""]
     while pending:
@@ -91,7 +93,8 @@ def scan_tree(workspace: WorkspaceContext, real_dir: str, label: str) -> Tree:
                 item = ManifestItem(path=relative, type="file", size=len(data), sha256=digest)
                 items.append(item)
             elif stat.S_ISLNK(status.st_mode):
-                target = os.fsencode(fs.readlink(real))
+                links[relative] = fs.readlink(real)
+                target = os.fsencode(links[relative])
                 items.append(
                     ManifestItem(
                         path=relative, type="symlink", size=len(target), sha256=sha256_hex(target)
@@ -105,6 +108,7 @@ def scan_tree(workspace: WorkspaceContext, real_dir: str, label: str) -> Tree:
         contents=contents,
         modes=modes,
         manifest_sha256=manifest_hash(label, ordered),
+        links=links,
     )
 
 

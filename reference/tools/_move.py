@@ -8,10 +8,12 @@ under it changed); the destination must not exist (ALREADY_EXISTS), must not be 
 source itself or lie inside it (INVALID_ARGUMENT); its missing parent directories are
 created (and removed again on failure).
 
-Publish: within one file system, one ``rename`` under the locks of both paths (and of
-every file of a moved directory), right after the destination is checked absent once
-more; the rename is the commit point and the snapshot bookkeeping around it is
-``_intents``'. Across file systems the rename fails with EXDEV and a file is moved in
+Publish: within one file system, under the locks of both paths (and of every file of
+a moved directory), by a step that itself refuses an existing destination, so that a
+process outside the engine that creates one after the checks is never clobbered
+(``_no_clobber``: link then unlink for a file, ``renameat2(RENAME_NOREPLACE)`` for a
+directory); the snapshot bookkeeping around that commit point is ``_intents``'.
+Across file systems the link (or rename) fails with EXDEV and a file is moved in
 steps, reported as ``atomic: False`` with each step's outcome: ``copy`` (an exclusive
 temp file beside the destination, linked into place: no clobber), ``fsync`` (its data
 and the destination directory), ``verify`` (read back, same sha256 as the source),
@@ -34,6 +36,7 @@ from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._results import MoveResult, MoveStep
 from editspec.reference.snapshots._records import SnapshotEntry
+from editspec.reference.tools import _no_clobber
 from editspec.reference.tools._atomic import temp_path_for
 from editspec.reference.tools._delete import (
     check_fresh,
@@ -102,7 +105,11 @@ def _refuse_existing(workspace: WorkspaceContext, dst: WorkspacePath, shown: str
         return
     except OSError as exc:
         raise _errors.from_oserror(exc, dst.logical_relative, action="inspect") from exc
-    raise ToolError(
+    raise _already_exists(shown, dst)
+
+
+def _already_exists(shown: str, dst: WorkspacePath) -> ToolError:
+    return ToolError(
         _errors.ALREADY_EXISTS,
         f"cannot move {shown} to {dst.logical_relative}: it already exists",
         path=dst.logical_relative,
@@ -176,8 +183,25 @@ def _move(
                 fs.mkdir(directory, 0o777)
                 created.append(directory)
                 fs.fsync_dir(os.path.dirname(directory))
-            _refuse_existing(workspace, dst, shown)  # as late as it can be: never clobber
-            fs.rename(src.real, dst.real)  # the commit point
+            _refuse_existing(workspace, dst, shown)
+            # The publish itself refuses an existing destination (a process outside the
+            # engine may create one after the check above): MOVE-002.
+            if tree is None:
+                done, published = _no_clobber.publish_file(workspace, src.real, dst.real)
+            else:
+                done, published = _no_clobber.publish_dir(workspace, src.real, dst.real)
+        except FileExistsError as exc:
+            _abandon(workspace, intent_id, created, snapshot)
+            raise _already_exists(shown, dst) from exc
+        except _no_clobber.BothNamesLeft as exc:
+            # The intent and the pending snapshot stay: recovery removes the new name.
+            raise ToolError(
+                _errors.IO_ERROR,
+                f"moving {shown} to {shown_to} failed ({exc}) and {shown_to} could not be "
+                "removed again; recover() removes it",
+                path=shown,
+                errno=exc.cause.errno,
+            ) from exc
         except (OSError, ToolError) as exc:
             across = isinstance(exc, OSError) and exc.errno == errno.EXDEV
             if not across or tree is not None:
@@ -200,8 +224,8 @@ def _move(
                     _abandon(workspace, intent_id, created, snapshot)
                 raise
         else:
-            steps = (MoveStep(step="rename", outcome="done"),)
-            warnings = []
+            steps = tuple(MoveStep(step=name, outcome="done") for name in done)
+            warnings = list(published)
             try:
                 _intents.make_durable(workspace, src.real, dst.real, shown=shown)
             except ToolError as exc:
@@ -214,7 +238,7 @@ def _move(
         path=shown,
         move_to=shown_to,
         kind="dir" if tree is not None else "file",
-        atomic=len(steps) == 1,
+        atomic=steps[0].outcome == "done",
         steps=steps,
         sha256=None if data is None else sha256_hex(data),
         items=() if tree is None else tree.items,
@@ -321,7 +345,7 @@ def _move_across(
             f"failed at {step}: {exc.strerror or exc}",
             path=src.logical_relative,
             errno=exc.errno,
-            completed=["rename: EXDEV", *done],
+            completed=["link: EXDEV", *done],
             pending=pending,
             rolled_back=rolled_back,
         ) from exc
@@ -330,7 +354,7 @@ def _move_across(
         fs.fsync_dir(os.path.dirname(src.real))
     except OSError as exc:
         warnings.append(f"the directory of {src.logical_relative} could not be synced: {exc}")
-    steps = [MoveStep(step="rename", outcome=f"failed: {errno.errorcode[errno.EXDEV]}")]
+    steps = [MoveStep(step="link", outcome=f"failed: {errno.errorcode[errno.EXDEV]}")]
     steps.extend(MoveStep(step=name, outcome="done") for name in STEPS_ACROSS)
     return tuple(steps), warnings
 

@@ -3,7 +3,8 @@
 Rules
 -----
 * A tree Delete and a Move publish with a single ``rename`` (into the quarantine, or to
-  the new path): that rename is the commit point, so the disk is all-before or
+  the new path; a file's move: a ``link`` then the source's ``unlink``): that rename
+  (the unlink) is the commit point, so the disk is all-before or
   all-after through a crash with no journal of files. What a crash can still lose is
   the bookkeeping around it: the snapshot that makes the change rewindable is
   recorded *pending* before the rename and confirmed after it. Every state change of
@@ -13,10 +14,21 @@ Rules
   is ``QUARANTINE``: the intent's own directory beside it). It is removed once the
   snapshot is confirmed or discarded.
 
+A third kind, ``restore`` (``r…``), carries the directories and symlinks a rewind makes
+or removes after its transaction's commit point (``_extras``). Written before the
+journal, it is ``journaled``: the journal decides (``committed``: they are due; any other
+state, or none: nothing was made, the intent goes). Rewritten as due once the commit
+hook ran (or from the start, for a rewind with no file and so no journal), it is made
+by whichever settle finds it; ``recover`` settles before and after the journals, so a
+due intent is made once the journal's backups have left the directories.
+
 Theory of operation (``settle``, called by ``recover`` under the exclusive guard)
 -------------------------------------------------------------------------------
 For each intent: if the rename happened (``source`` is gone and ``dest`` exists), the
-pending snapshot is confirmed; otherwise it is discarded. Then the intent is removed.
+pending snapshot is confirmed; otherwise it is discarded. A file move publishes by
+link then unlink (``tools._no_clobber``): cut off between the two, ``source`` and
+``dest`` are one file under two names, and the ``dest`` name is removed first, so it
+is discarded too (all-before). Then the intent is removed.
 Both are idempotent, so a crash during recovery is repaired by the next one.
 
 Layout: ``<state_dir>/quarantine/<root_hash>/`` holds the intents
@@ -31,24 +43,38 @@ import json
 import os
 import re
 import secrets
+import stat
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._fs import makedirs
+from editspec.reference.transactions import _extras, _journal
+from editspec.reference.transactions._extras import Extra
 
 if TYPE_CHECKING:
     from editspec.reference._context import WorkspaceContext
 
-INTENT_ID = re.compile(r"[qm][0-9a-f]{32}")
-_INTENT_NAME = re.compile(r"([qm][0-9a-f]{32})\.intent\.json")
-_TEMP_NAME = re.compile(r"\.[qm][0-9a-f]{32}\.intent\.tmp")
+INTENT_ID = re.compile(r"[qmr][0-9a-f]{32}")
+_INTENT_NAME = re.compile(r"([qmr][0-9a-f]{32})\.intent\.json")
+_TEMP_NAME = re.compile(r"\.[qmr][0-9a-f]{32}\.intent\.tmp")
 QUARANTINE = "<quarantine>"
 
 
 def new_id(op: str) -> str:
-    """A fresh intent id: ``q…`` for a delete, ``m…`` for a move."""
-    return ("q" if op == "delete" else "m") + secrets.token_hex(16)
+    """A fresh intent id: ``q…`` for a delete, ``m…`` for a move, ``r…`` for a restore.
+
+    The first 12 of its 32 hex digits are the time in milliseconds (so a quarantined
+    tree's name says when it was deleted, and ids sort by time), the rest random."""
+    stamp = f"{time.time_ns() // 1_000_000:012x}"[-12:]
+    return {"delete": "q", "restore": "r"}.get(op, "m") + stamp + secrets.token_hex(10)
+
+
+def id_time(intent_id: str) -> float:
+    """The time (seconds since the epoch) an intent id was made at, by ``new_id``."""
+    return int(intent_id[1:13], 16) / 1000.0
 
 
 def quarantine_dir(workspace: WorkspaceContext) -> str:
@@ -70,13 +96,42 @@ def write(
     ``dirs_created``: the destination's parent directories the operation is about to
     create (root-relative, top first), removed again by recovery if the rename never
     happened."""
+    _write_body(
+        workspace,
+        intent_id,
+        {"id": intent_id, "op": op, "source": source, "dest": dest, "dirs": list(dirs_created)},
+    )
+
+
+def write_restore(
+    workspace: WorkspaceContext,
+    intent_id: str,
+    transaction_id: str,
+    extras: Sequence[Extra],
+    *,
+    journaled: bool,
+) -> None:
+    """Durably record the directories and symlinks a rewind makes or removes after the
+    commit point of ``transaction_id`` (``_extras``); ``journaled``: whether that is a
+    journal's commit, or (no file to restore) the extras alone."""
+    _write_body(
+        workspace,
+        intent_id,
+        {
+            "id": intent_id,
+            "op": "restore",
+            "txn": transaction_id,
+            "journaled": journaled,
+            "extras": _extras.encode(extras),
+        },
+    )
+
+
+def _write_body(workspace: WorkspaceContext, intent_id: str, fields: dict[str, object]) -> None:
     fs = workspace.fs
     directory = quarantine_dir(workspace)
     ensure_dir(workspace, directory)
-    body = json.dumps(
-        {"id": intent_id, "op": op, "source": source, "dest": dest, "dirs": list(dirs_created)},
-        sort_keys=True,
-    ).encode("utf-8", "surrogateescape")
+    body = json.dumps(fields, sort_keys=True).encode("utf-8", "surrogateescape")
     temp = os.path.join(directory, f".{intent_id}.intent.tmp")
     fd = fs.create_exclusive(temp, 0o600)
     try:
@@ -179,12 +234,24 @@ def settle(workspace: WorkspaceContext) -> list[str]:
         intent_id = match.group(1)
         try:
             body = json.loads(fs.read_bytes(os.path.join(directory, name)))
-            source, dest = str(body["source"]), str(body["dest"])
-            created = [str(name) for name in body.get("dirs", [])]
-        except (OSError, ValueError, KeyError, TypeError):
+            if body.get("op") == "restore":
+                transaction_id, journaled = str(body["txn"]), body["journaled"] is True
+                extras = _extras.decode(body["extras"])
+            else:
+                source, dest = str(body["source"]), str(body["dest"])
+                created = [str(name) for name in body.get("dirs", [])]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             remove(workspace, intent_id)  # unreadable: its snapshot stays pending, unused
             continue
+        if body.get("op") == "restore":
+            # A failure here keeps the intent: the next recovery makes the extras.
+            if _settle_restore(workspace, intent_id, transaction_id, extras, journaled=journaled):
+                remove(workspace, intent_id)
+                settled.append(intent_id)
+            continue
         store = workspace.snapshots
+        if str(body.get("op")) == "move":
+            _unlink_second_name(workspace, source, dest)
         if _renamed(workspace, intent_id, source, dest):
             store.confirm_transaction(intent_id)
         else:
@@ -193,6 +260,57 @@ def settle(workspace: WorkspaceContext) -> list[str]:
         remove(workspace, intent_id)
         settled.append(intent_id)
     return settled
+
+
+def _settle_restore(
+    workspace: WorkspaceContext,
+    intent_id: str,
+    transaction_id: str,
+    extras: list[Extra],
+    *,
+    journaled: bool,
+) -> bool:
+    """Settle a rewind's extras; True when the intent is done with.
+
+    Not ``journaled`` (due): make them and confirm the marker. ``journaled``: the
+    transaction's journal decides -- ``committed`` makes them due (the intent is
+    rewritten so, and made by the pass after the journal's recovery, once its backups
+    are gone from the directories), any other state or none means none was made."""
+    if journaled:
+        if not _journal.TXN_ID.fullmatch(transaction_id):
+            return True  # not a journal this engine writes: nothing to settle
+        try:
+            record = _journal.read(
+                workspace.fs, workspace.journal_dir, transaction_id, root=workspace.root
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            return True  # the journal was never written: nothing was made
+        if record.state != _journal.COMMITTED:
+            return True  # its recovery rolls the files back; the extras were never made
+        write_restore(workspace, intent_id, transaction_id, extras, journaled=False)
+        return False
+    _extras.apply(workspace.fs, workspace.root, extras)
+    workspace.snapshots.confirm_transaction(transaction_id)
+    return True
+
+
+def _unlink_second_name(workspace: WorkspaceContext, source: str, dest: str) -> None:
+    """A move cut off between its link and its unlink left one file with both names:
+    the destination name goes (all-before). Nothing else is touched."""
+    root, fs = workspace.root, workspace.fs
+    source_path = os.path.normpath(os.path.join(root, source))
+    dest_path = os.path.normpath(os.path.join(root, dest))
+    inside = [path.startswith(root + os.sep) for path in (source_path, dest_path)]
+    if os.path.isabs(source) or os.path.isabs(dest) or not all(inside):
+        return
+    try:
+        first, second = fs.lstat(source_path), fs.lstat(dest_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not (os.path.samestat(first, second) and stat.S_ISREG(first.st_mode)):
+        return
+    fs.unlink(dest_path)
+    fs.fsync_dir(os.path.dirname(dest_path))
 
 
 def _remove_created(workspace: WorkspaceContext, created: list[str]) -> None:

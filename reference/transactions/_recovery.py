@@ -39,7 +39,7 @@ from editspec.reference import _errors
 from editspec.reference._context import WorkspaceContext
 from editspec.reference._errors import ToolError
 from editspec.reference._results import RecoveryReport
-from editspec.reference.transactions import _intents, _journal
+from editspec.reference.transactions import _intents, _journal, _quarantine
 from editspec.reference.transactions._journal import JournalRecord
 from editspec.reference.transactions._rollback import RollbackIncomplete
 from editspec.reference.transactions._transaction import ROLL_BACK, settle, snapshot_hook
@@ -50,7 +50,10 @@ def recover(workspace: WorkspaceContext) -> RecoveryReport:
     try:
         with workspace.locks.transactions(exclusive=True):
             _intents.settle(workspace)  # a Delete or Move cut off around its rename (DEL-*)
-            return _recover(workspace)
+            report = _recover(workspace)
+            _intents.settle(workspace)  # a rewind's directories and symlinks, now due
+            _quarantine.purge(workspace)  # deleted trees past their retention
+            return report
     except OSError as exc:
         workspace.mark_needs_recovery(f"recovery failed: {exc}")
         raise _errors.from_oserror(exc, exc.filename, action="recover") from exc

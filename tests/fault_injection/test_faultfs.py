@@ -262,3 +262,33 @@ def test_open_append_works_over_pyfakefs(fs: object) -> None:
     assert faulty.open_descriptors() == {}
     with pytest.raises(FileNotFoundError):
         faulty.open_append(str(directory / "missing"))
+
+
+def test_before_runs_just_before_each_call_reaches_the_disk(directory: Path) -> None:
+    fs = FaultyFileSystem(count="mutating")
+    seen: list[tuple[str, tuple[str, ...], bool]] = []
+    target = directory / "made"
+
+    def before(name: str, paths: tuple[str, ...]) -> None:
+        seen.append((name, paths, target.exists()))
+
+    fs.before = before
+    fs.mkdir(str(target))
+    fs.symlink("made", str(directory / "link"))
+    assert seen[0] == ("mkdir", (str(target),), False)  # the directory was not there yet
+    assert seen[1][0] == "symlink" and os.readlink(directory / "link") == "made"
+    fs.arm(FailAt(1, errno.EIO))
+    with pytest.raises(OSError):
+        fs.rmdir(str(target))
+    assert len(seen) == 2  # a refused call never reaches the disk, nor the hook
+    assert target.is_dir()
+
+
+def test_symlink_and_rename_noreplace_are_counted_and_crashable(directory: Path) -> None:
+    (directory / "a").write_bytes(OLD)
+    fs = FaultyFileSystem(plan=CrashAt(2))
+    fs.symlink("a", str(directory / "link"))
+    with pytest.raises(SimulatedCrash):
+        fs.rename_noreplace(str(directory / "a"), str(directory / "b"))
+    assert [op.name for op in fs.log] == ["symlink", "rename_noreplace"]
+    assert sorted(os.listdir(directory)) == ["a", "link", "target.txt"]

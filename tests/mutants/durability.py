@@ -59,7 +59,7 @@ from editspec.fault_injection.fsync_failures import (
 )
 from editspec.fault_injection.scenario import SESSION, Phase, Scenario
 from editspec.reference import Workspace
-from editspec.reference.tools import _atomic
+from editspec.reference.tools import _atomic, _no_clobber
 from editspec.reference.transactions import (
     _intents,
     _journal,
@@ -267,6 +267,20 @@ def move_by_copy() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def move_link_unsynced() -> Iterator[None]:
+    """The Move tool links the new name and unlinks the old one with no fsync of the new
+    name's directory in between: a power cut can keep the unlink and lose the link."""
+
+    def publish_file(workspace: Any, source: str, dest: str) -> Any:
+        workspace.fs.link(source, dest)
+        workspace.fs.unlink(source)
+        return ("link", "unlink_source"), ()
+
+    with replaced(_no_clobber, "publish_file", publish_file):
+        yield
+
+
+@contextlib.contextmanager
 def dirs_before_files() -> Iterator[None]:
     """A rollback removes the directories the transaction created before the files in
     them (``rmdir`` of a non-empty directory fails and is taken as "not ours")."""
@@ -465,6 +479,22 @@ def move_one() -> Scenario:
     )
 
 
+def move_tool_one() -> Scenario:
+    """The Move tool moving a file into another directory, after a first move that makes
+    the state directories (2 reads, 2 moves)."""
+    return Scenario(
+        name="move-tool-1",
+        description="one Move of a file into a new directory",
+        initial={"warm.txt": _file("warm\n"), "old/moving.txt": _file("one\ntwo\n")},
+        steps=(
+            _read("warm.txt"),
+            {"call": "move", "session": SESSION, "path": "warm.txt", "dest": "warm2.txt"},
+            _read("old/moving.txt"),
+            {"call": "move", "session": SESSION, "path": "old/moving.txt", "dest": "moved/m.txt"},
+        ),
+    )
+
+
 def add_one() -> Scenario:
     """One patch adding a file into a new directory (1 patch)."""
     return Scenario(
@@ -544,6 +574,12 @@ MUTANTS: tuple[Mutant, ...] = (
         defect="a move is a copy then a delete, outside the journal's stage",
         active=move_by_copy,
         scenario=move_one,
+    ),
+    Mutant(
+        name="move_link_unsynced",
+        defect="the Move tool unlinks the old name before the new one is durable",
+        active=move_link_unsynced,
+        scenario=move_tool_one,
     ),
     Mutant(
         name="dirs_before_files",

@@ -10,7 +10,7 @@ from mutant_zoo import Mutant, _replace, register
 from editspec.reference import DeleteResult, MoveResult, MoveStep, ToolError, _errors
 from editspec.reference._results import RecoveryReport
 from editspec.reference.snapshots import _snapshots
-from editspec.reference.tools import _delete, _move
+from editspec.reference.tools import _delete, _move, _no_clobber
 from editspec.reference.transactions import _recovery
 
 
@@ -216,6 +216,26 @@ _mutant(
 )
 
 
+def _files_only() -> None:
+    original = _delete.tree_entries
+
+    def tree_entries(root_relative: str, tree: Any, *, moved_to: Any) -> Any:
+        entries = original(root_relative, tree, moved_to=moved_to)
+        return [entry for entry in entries if entry.kind == "file"]
+
+    _replace(_delete, "tree_entries", tree_entries)
+
+
+_mutant(
+    "tree_snapshot_files_only",
+    "A tree delete keeps only its files in the snapshot: rewind brings back neither its "
+    "empty directories nor its symlinks.",
+    ("DEL",),
+    _files_only,
+    "DEL-012",
+)
+
+
 def _move_copies() -> None:
     original = _move._move
 
@@ -238,8 +258,15 @@ _mutant(
 )
 
 
+def _plain_rename(workspace: Any, source: str, dest: str) -> Any:
+    workspace.fs.rename(source, dest)  # the mutants' defect: rename(2) replaces dest
+    return ("rename",), ()
+
+
 def _move_clobbers() -> None:
     _replace(_move, "_refuse_existing", lambda workspace, dst, shown: None)
+    _replace(_no_clobber, "publish_file", _plain_rename)
+    _replace(_no_clobber, "publish_dir", _plain_rename)
 
 
 _mutant(
@@ -248,6 +275,21 @@ _mutant(
     ("MOVE",),
     _move_clobbers,
     "MOVE-002",
+)
+
+
+def _check_then_rename() -> None:
+    _replace(_no_clobber, "publish_file", _plain_rename)
+    _replace(_no_clobber, "publish_dir", _plain_rename)
+
+
+_mutant(
+    "move_checks_then_renames",
+    "A move checks that the destination is absent, then renames onto it: a file another "
+    "process creates in between is replaced.",
+    ("MOVE",),
+    _check_then_rename,
+    "MOVE-008",
 )
 
 

@@ -16,7 +16,8 @@ TEXT = b"line one\r\nline two\n"
 
 
 class _ExdevThenFail(FileSystem):
-    """Every rename of ``source`` fails with EXDEV; the ``fail`` op at ``fail_at`` fails EIO."""
+    """Every rename or link of ``source`` fails with EXDEV; the ``fail`` op at ``fail_at``
+    fails EIO."""
 
     def __init__(self, source: str, fail: str = "", fail_at: int = 0) -> None:
         super().__init__()
@@ -28,6 +29,18 @@ class _ExdevThenFail(FileSystem):
             self.crossed = True
             raise OSError(errno.EXDEV, "cross-device link", src)
         super().rename(src, dst)
+
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        if src == self.source:
+            self.crossed = True
+            raise OSError(errno.EXDEV, "cross-device link", src)
+        super().rename_noreplace(src, dst)
+
+    def link(self, src: str, dst: str) -> None:
+        if src == self.source:
+            self.crossed = True
+            raise OSError(errno.EXDEV, "cross-device link", src)
+        super().link(src, dst)
 
     def _maybe_fail(self, name: str, path: str) -> None:
         if name == self.fail and self.crossed:
@@ -61,7 +74,7 @@ def test_exdev_move_reports_every_step(tmp_path: Path) -> None:
     assert not (root / "a.txt").exists()
     assert result.atomic is False
     assert [(s.step, s.outcome) for s in result.steps] == [
-        ("rename", "failed: EXDEV"),
+        ("link", "failed: EXDEV"),
         ("copy", "done"),
         ("fsync", "done"),
         ("verify", "done"),
@@ -74,8 +87,8 @@ def test_exdev_move_reports_every_step(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("fail", "completed", "pending"),
     [
-        ("fsync", ["rename: EXDEV", "copy"], ["fsync", "verify", "delete_source"]),
-        ("unlink", ["rename: EXDEV", "copy", "fsync", "verify"], ["delete_source"]),
+        ("fsync", ["link: EXDEV", "copy"], ["fsync", "verify", "delete_source"]),
+        ("unlink", ["link: EXDEV", "copy", "fsync", "verify"], ["delete_source"]),
     ],
 )
 def test_exdev_failure_midway_lists_completed_and_pending(
@@ -210,9 +223,7 @@ def test_exdev_injected_through_the_fault_plan(tmp_path: Path) -> None:
     session.move("probe", "probe1", expected_sha256=sha256_hex(b"p"))  # state dirs exist
     fs.arm()
     session.move("probe1", "probe2", expected_sha256=sha256_hex(b"p"))
-    index = next(
-        op.index for op in fs.log if op.name == "rename" and op.paths[1].endswith("probe2")
-    )
+    index = next(op.index for op in fs.log if op.name == "link" and op.paths[1].endswith("probe2"))
     fs.arm(FailAt(index, errno.EXDEV))
     result = session.move("a.txt", "b.txt", expected_sha256=sha256_hex(TEXT))
     assert result.atomic is False

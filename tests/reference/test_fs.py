@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from editspec.reference._fs import MUTATING, FileSystem, default_state_dir, makedirs
+from editspec.reference._fs import (
+    MUTATING,
+    NOREPLACE_UNAVAILABLE,
+    FileSystem,
+    default_state_dir,
+    makedirs,
+)
 
 
 @pytest.fixture(params=[True, False], ids=["secure", "plain"])
@@ -135,6 +141,52 @@ def test_rename_replaces_the_destination(port: FileSystem, tmp_path: Path) -> No
     assert (tmp_path / "b").read_bytes() == b"a"
 
 
+def _noreplace_or_skip(port: FileSystem, tmp_path: Path) -> None:
+    probe = tmp_path / ".probe"
+    probe.write_bytes(b"")
+    try:
+        port.rename_noreplace(str(probe), str(tmp_path / ".probe2"))
+    except OSError as exc:
+        if exc.errno in NOREPLACE_UNAVAILABLE:
+            pytest.skip(f"no renameat2(RENAME_NOREPLACE) here: {exc}")
+        raise
+    (tmp_path / ".probe2").unlink()
+
+
+def test_rename_noreplace_never_replaces(port: FileSystem, tmp_path: Path) -> None:
+    _noreplace_or_skip(port, tmp_path)
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "b").write_bytes(b"b")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "e").mkdir()
+    with pytest.raises(FileExistsError):
+        port.rename_noreplace(str(tmp_path / "a"), str(tmp_path / "b"))
+    with pytest.raises(FileExistsError):
+        port.rename_noreplace(str(tmp_path / "d"), str(tmp_path / "e"))  # empty: still kept
+    assert (tmp_path / "b").read_bytes() == b"b" and (tmp_path / "a").read_bytes() == b"a"
+    port.rename_noreplace(str(tmp_path / "d"), str(tmp_path / "f"))
+    assert sorted(os.listdir(tmp_path)) == ["a", "b", "e", "f"]
+
+
+def test_rename_noreplace_is_refused_where_os_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").write_bytes(b"a")
+    monkeypatch.setattr(os, "replace", lambda *args, **kwargs: None)  # an interceptor
+    with pytest.raises(OSError) as caught:
+        FileSystem().rename_noreplace(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert caught.value.errno in NOREPLACE_UNAVAILABLE
+    assert sorted(os.listdir(tmp_path)) == ["a"]
+
+
+def test_symlink_makes_a_link_and_never_replaces(port: FileSystem, tmp_path: Path) -> None:
+    port.symlink("target/elsewhere", str(tmp_path / "link"))
+    assert os.readlink(tmp_path / "link") == "target/elsewhere"
+    with pytest.raises(FileExistsError):
+        port.symlink("other", str(tmp_path / "link"))
+    assert os.readlink(tmp_path / "link") == "target/elsewhere"
+
+
 def test_lstat_of_the_file_system_root(port: FileSystem) -> None:
     assert stat.S_ISDIR(port.lstat("/").st_mode)
     assert port.lexists("/")
@@ -199,10 +251,12 @@ def test_mutating_names_every_disk_changing_method() -> None:
         "close",
         "fsync_dir",
         "rename",
+        "rename_noreplace",
         "link",
         "unlink",
         "mkdir",
         "rmdir",
+        "symlink",
     } == MUTATING
     for name in MUTATING:
         assert callable(getattr(FileSystem, name))

@@ -83,3 +83,27 @@ def test_replace_reports_backup_ref_and_patch_reports_hunk_matches(ws: Workspace
     assert hunks == [(1, 1, "trailing_whitespace"), (2, 3, "exact")]
     session.rewind("m1")
     assert (root / "README.md").read_text() == "x\n"
+
+
+def test_a_write_that_expects_a_missing_file_hints_too(ws: Workspace) -> None:
+    with pytest.raises(ToolError) as caught:
+        ws.session("s").write("src/utils/helpers.py", "y\n", expected_sha256="0" * 64)
+    assert caught.value.code == "STALE"
+    assert caught.value.details["current_sha256"] is None
+    assert caught.value.details["did_you_mean"][0] == "src/util/helpers.py"
+    assert not (Path(ws.root) / "src" / "utils").exists()
+    # A STALE for a file that exists with other bytes names no other path.
+    with pytest.raises(ToolError) as caught:
+        ws.session("s").write("README.md", "y\n", expected_sha256="0" * 64)
+    assert caught.value.code == "STALE" and "did_you_mean" not in caught.value.details
+
+
+def test_tools_that_name_a_directory_hint_directories(ws: Workspace) -> None:
+    session = ws.session("s")
+    for call in (
+        lambda: session.manifest("src/utill"),
+        lambda: session.list_directory("src/utill"),
+        lambda: session.glob("*.py", path="src/utill"),
+        lambda: session.grep("x", path="src/utill"),
+    ):
+        assert _hints(call) == ["src/util"]

@@ -104,6 +104,19 @@ def test_errors_are_code_message_and_a_hint() -> None:
     assert error_text(None, "internal error: boom") == "internal error: boom"
 
 
+def test_an_error_names_the_paths_probably_meant(workspace: Any) -> None:
+    (Path(workspace.root) / "src").mkdir()
+    (Path(workspace.root) / "src" / "helper.py").write_text("x\n")
+    with pytest.raises(ToolError) as caught:
+        workspace.session("s").read("helper.py")
+    error = caught.value
+    lines = error_text(error.code, error.message, error.details).splitlines()
+    assert lines[0].startswith("NOT_FOUND: ")
+    assert lines[1] == "did you mean: src/helper.py"
+    assert lines[2] == ERROR_HINTS["NOT_FOUND"]
+    assert len(error_text(error.code, error.message, {}).splitlines()) == 2
+
+
 def test_other_tools_and_values_fall_back_to_json() -> None:
     assert result_text("something_else", {"a": 1}) == '{"a": 1}'
     assert result_text("read", ["not", "an", "object"]) == '["not", "an", "object"]'
