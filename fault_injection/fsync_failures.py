@@ -16,6 +16,7 @@ carrying ``fail_at``, which ``editspec replay`` re-runs.
 from __future__ import annotations
 
 import errno as _errno
+import os
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -63,6 +64,22 @@ def fsync_dir_after_op(name: str) -> Pick:
     def pick(trace: Sequence[TraceOp]) -> int:
         first = next(op for op in trace if op.name == name)
         return next(op.index for op in trace[first.position + 1 :] if op.name == "fsync_dir")
+
+    return pick
+
+
+def fsync_dir_after_unlink_of(suffix: str) -> Pick:
+    """The first fsync_dir of the unlinked path's directory after the unlink of the path
+    ending in ``suffix`` (a file Move's commit point: the fsync that makes it durable)."""
+
+    def pick(trace: Sequence[TraceOp]) -> int:
+        unlink = next(op for op in trace if op.name == "unlink" and op.paths[0].endswith(suffix))
+        directory = os.path.dirname(unlink.paths[0])
+        return next(
+            op.index
+            for op in trace[unlink.position + 1 :]
+            if op.name == "fsync_dir" and op.paths[0] == directory
+        )
 
     return pick
 

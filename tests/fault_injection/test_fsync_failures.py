@@ -28,6 +28,7 @@ from editspec.fault_injection.fsync_failures import (
     check_fsync_failure,
     fsync_dir_after,
     fsync_dir_after_op,
+    fsync_dir_after_unlink_of,
 )
 from editspec.fault_injection.powerloss import Model, TraceOp
 from editspec.fault_injection.scenario import SESSION, Outcome, Scenario
@@ -90,6 +91,7 @@ def delete_empty_directory() -> Scenario:
 #: during the step are not all-before or all-after whatever the fsync did.
 ONLY_AFTER = frozenset({"create-in-new-directories-directory"})
 
+
 CASES: dict[str, tuple[Callable[[], Scenario], Pick]] = {
     "commit-record": (standard.recovery_crash, COMMIT_RECORD_FSYNC),
     "commit-record-of-a-file-delete": (
@@ -101,10 +103,9 @@ CASES: dict[str, tuple[Callable[[], Scenario], Pick]] = {
     "single-write-with-snapshot": (snapshot_write, fsync_dir_after(_write_into_root)),
     "create-directory": (create_file, fsync_dir_after_op("link")),
     "create-in-new-directories-directory": (create_in_new_directories, fsync_dir_after_op("link")),
-    "move-rename": (
-        standard.move_file,
-        fsync_dir_after(lambda op: op.paths[0].endswith("old/moving.txt")),
-    ),
+    # A file moves by link, then the source's unlink (the commit point, MOVE-008): the
+    # fsync that fails is the first after that unlink.
+    "move-unlink": (standard.move_file, fsync_dir_after_unlink_of("old/moving.txt")),
     "empty-directory-delete": (delete_empty_directory, fsync_dir_after_op("rmdir")),
     "tree-delete-rename": (
         standard.delete_tree,

@@ -56,6 +56,7 @@ from editspec.fault_injection.fsync_failures import (
     Pick,
     check_fsync_failure,
     fsync_dir_after,
+    fsync_dir_after_unlink_of,
 )
 from editspec.fault_injection.scenario import SESSION, Phase, Scenario
 from editspec.reference import Workspace
@@ -633,11 +634,11 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="move_sync_failure_is_success",
-        defect="a move whose directory fsync fails after its rename is a success",
+        defect="a move whose directory fsync fails after its commit point is a success",
         active=move_sync_failure_is_success,
         scenario=standard.move_file,
         special="fsync_failure",
-        fail=fsync_dir_after(lambda op: op.paths[0].endswith("old/moving.txt")),
+        fail=fsync_dir_after_unlink_of("old/moving.txt"),
     ),
 )
 
