@@ -65,6 +65,7 @@ def test_every_finding_has_its_write_up_and_peer() -> None:
         assert f"peers/findings/{script.name}" in text, f"{script.name}: the write-up names it"
 
 
+@pytest.mark.slow  # an agent CLI's reproduction may install its CLI from npm first
 @pytest.mark.parametrize("script", INSTALLED, ids=[script.stem for script in INSTALLED])
 def test_reproduction_shows_the_defect(script: Path) -> None:
     peer = load_catalog()[_peer(script)]
