@@ -200,33 +200,45 @@ class SnapshotStore:
         session_dir = self.session_dir(session_id)
         try:
             try:
-                self._ensure_dir(session_dir)
+                self._append_once(session_id, session_dir, body, transaction_id, blobs)
             except FileNotFoundError:
-                # A directory known to exist was removed behind our back: start over.
+                # A directory known to exist was removed behind our back: forget what is
+                # known and start over (blobs are named by their hash and the record is
+                # numbered under the lock, so a second attempt duplicates nothing).
                 self._known_dirs.clear()
-                self._ensure_dir(session_dir)
-            if blobs:
-                self._write_blobs(os.path.join(session_dir, _BLOB_DIR), blobs)
-            if transaction_id is not None:
-                self._ensure_dir(self._pending_dir)
-            with self._session_lock(session_dir):
-                seq = self._next_seq(session_dir)
-                record = {
-                    **body,
-                    "version": FORMAT_VERSION,
-                    "session_id": session_id,
-                    "transaction_id": transaction_id,
-                    "seq": seq,
-                }
-                record["checksum"] = checksum(record)
-                data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
-                if transaction_id is None:
-                    self._publish(session_dir, f"{seq:012d}.json", data)
-                else:
-                    name = f"{transaction_id}.{os.path.basename(session_dir)}.{seq:012d}.json"
-                    self._publish(self._pending_dir, name, data)
+                self._append_once(session_id, session_dir, body, transaction_id, blobs)
         except OSError as exc:
             raise _errors.from_oserror(exc, session_dir, action="record snapshot") from exc
+
+    def _append_once(
+        self,
+        session_id: str,
+        session_dir: str,
+        body: dict[str, Any],
+        transaction_id: str | None,
+        blobs: Mapping[str, bytes],
+    ) -> None:
+        self._ensure_dir(session_dir)
+        if blobs:
+            self._write_blobs(os.path.join(session_dir, _BLOB_DIR), blobs)
+        if transaction_id is not None:
+            self._ensure_dir(self._pending_dir)
+        with self._session_lock(session_dir):
+            seq = self._next_seq(session_dir)
+            record = {
+                **body,
+                "version": FORMAT_VERSION,
+                "session_id": session_id,
+                "transaction_id": transaction_id,
+                "seq": seq,
+            }
+            record["checksum"] = checksum(record)
+            data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
+            if transaction_id is None:
+                self._publish(session_dir, f"{seq:012d}.json", data)
+            else:
+                name = f"{transaction_id}.{os.path.basename(session_dir)}.{seq:012d}.json"
+                self._publish(self._pending_dir, name, data)
 
     def _write_blobs(self, blob_dir: str, blobs: Mapping[str, bytes]) -> None:
         self._ensure_dir(blob_dir)

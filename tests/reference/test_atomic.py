@@ -320,3 +320,70 @@ def test_a_vanished_directory_is_an_io_error_with_its_errno(tmp_path: Path) -> N
         atomic_replace(FileSystem(), str(tmp_path / "gone" / "f.txt"), b"x")
     assert (info.value.code, info.value.details["errno"]) == ("IO_ERROR", errno.ENOENT)
     assert _names(tmp_path) == []
+
+
+class _Flaky(FileSystem):
+    """A port whose ``create_exclusive`` always collides, or whose ``unlink`` of temp
+    names fails with EIO the first ``unlink_failures`` times."""
+
+    def __init__(self, *, collide: bool = False, unlink_failures: int = 0) -> None:
+        super().__init__()
+        self.collide = collide
+        self.unlink_failures = unlink_failures
+        self.unlinks = 0
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        if self.collide:
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
+        return super().create_exclusive(path, mode)
+
+    def unlink(self, path: str) -> None:
+        if is_temp_name(os.path.basename(path)):
+            self.unlinks += 1
+            if self.unlinks <= self.unlink_failures:
+                raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        super().unlink(path)
+
+
+def test_a_temp_name_that_always_collides_gives_up(tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    with pytest.raises(ToolError) as caught:
+        atomic_replace(_Flaky(collide=True), str(target), b"new")
+    assert caught.value.code == "IO_ERROR" and caught.value.details["errno"] == errno.EEXIST
+    assert target.read_bytes() == b"old"
+    assert _names(tmp_path) == ["f.txt"]
+
+
+@pytest.mark.parametrize(("failures", "left"), [(1, False), (2, True)])
+def test_a_failed_cleanup_unlink_is_retried_once(tmp_path: Path, failures: int, left: bool) -> None:
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    fs = _Flaky(unlink_failures=failures)
+
+    def stale() -> None:
+        raise ToolError("STALE", "changed meanwhile")
+
+    with pytest.raises(ToolError) as caught:
+        atomic_replace(fs, str(target), b"new", verify=stale)
+    assert caught.value.code == "STALE"
+    assert target.read_bytes() == b"old"
+    temps = [name for name in _names(tmp_path) if is_temp_name(name)]
+    assert fs.unlinks == 2
+    assert bool(temps) is left  # a transient error leaves nothing; two in a row, the temp
+
+
+@pytest.mark.parametrize(("failures", "warned"), [(1, False), (2, True)])
+def test_a_failed_unlink_of_the_linked_temp_is_retried_then_reported(
+    tmp_path: Path, failures: int, warned: bool
+) -> None:
+    target = tmp_path / "new.txt"
+    fs = _Flaky(unlink_failures=failures)
+    warnings = atomic_create(fs, str(target), b"fresh")
+    assert target.read_bytes() == b"fresh"  # published whatever the cleanup did
+    assert fs.unlinks == 2
+    assert bool(warnings) is warned
+    if warned:
+        assert "could not be removed" in warnings[0]
+    else:
+        assert _names(tmp_path) == ["new.txt"]

@@ -88,3 +88,21 @@ def test_a_patch_of_something_that_is_not_a_regular_file(tmp_path: Path) -> None
         session.apply_patch(DELETE)
     assert caught.value.code == "INVALID_ARGUMENT"
     assert (root / "a.txt").is_fifo()
+
+
+def test_exists_and_is_link_report_a_failing_lstat_as_an_io_error(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"one\n")
+    (root / "b.txt").symlink_to("a.txt")
+    fs = _Failing("lstat")
+    workspace = Workspace(root, tmp_path / "state", fs=fs)
+    store, target, link = workspace.store, workspace.resolve("a.txt"), workspace.resolve("b.txt")
+    assert store.exists(target) and not store.is_link(target)  # the positive control
+    assert store.is_link(link)
+    assert not store.exists(workspace.resolve("missing.txt"))  # absent is False, no error
+    fs.armed = True
+    with pytest.raises(ToolError) as caught:
+        store.exists(target)
+    assert caught.value.code == "IO_ERROR" and caught.value.details["errno"] == errno.EIO
+    assert (root / "a.txt").read_bytes() == b"one\n"

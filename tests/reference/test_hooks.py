@@ -259,3 +259,92 @@ def test_unsubscribe_and_failed_calls_emit_nothing(root: Path, tmp_path: Path) -
     session.write("two.txt", "2\n")
     assert received == ["one.txt"]
     assert os.path.exists(root / "two.txt")
+
+
+def test_a_validator_that_raises_value_error_refuses(root: Path, tmp_path: Path) -> None:
+    ws = Workspace(root, tmp_path / "state")
+
+    def strict(request: ValidationRequest) -> str | None:
+        if b"TODO" in request.new_content:
+            raise ValueError("no TODO allowed")
+        if b"FIXME" in request.new_content:
+            raise ValueError()  # no message: the exception's name stands for it
+        return None
+
+    ws.hooks.validate(["*.py", "!tests/*.py"], strict)
+    session = ws.session("s")
+    session.read("src/app.py")
+    for content, message in (("# TODO\n", "no TODO allowed"), ("# FIXME\n", "ValueError")):
+        with pytest.raises(ToolError) as caught:
+            session.write("src/app.py", content)
+        assert caught.value.code == "INVALID_ARGUMENT"
+        assert caught.value.details["validator"] == message
+        assert (root / "src" / "app.py").read_bytes() == b"TOKEN = 1\n"
+    session.write("tests/test_x.py", "# TODO\n")  # excluded by the pattern's negation
+    assert (root / "tests" / "test_x.py").read_bytes() == b"# TODO\n"
+
+
+def test_unsubscribing_twice_keeps_the_other_listeners(root: Path, tmp_path: Path) -> None:
+    ws = Workspace(root, tmp_path / "state")
+    first: list[str] = []
+    second: list[str] = []
+    stop = ws.hooks.subscribe(lambda event: first.append(event.path))
+    ws.hooks.subscribe(lambda event: second.append(event.path))
+    stop()
+    stop()  # a second call is a no-op, not an error, and removes nobody else
+    ws.session("s").write("one.txt", "1\n")
+    assert first == [] and second == ["one.txt"]
+
+
+def test_delete_and_rewind_events_name_every_file(root: Path, tmp_path: Path) -> None:
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "a.txt").write_bytes(b"a\n")
+    (root / "pkg" / "sub" / "b.txt").write_bytes(b"b\n")
+    ws = Workspace(root, tmp_path / "state")
+    events: list[ChangeEvent] = []
+    ws.hooks.subscribe(events.append)
+    session = ws.session("s")
+    session.read("settings.json")
+    session.delete("settings.json", kind="file", message_id="m1")
+    digest = session.manifest("pkg").manifest_sha256
+    session.delete("pkg", kind="tree", manifest_sha256=digest, message_id="m2")
+    assert [(e.path, e.operation, e.old_sha256, e.new_sha256) for e in events] == [
+        ("settings.json", "delete", sha256_hex(b'{"a": 1}\n'), None),
+        ("pkg/a.txt", "delete", sha256_hex(b"a\n"), None),
+        ("pkg/sub/b.txt", "delete", sha256_hex(b"b\n"), None),
+    ]
+    assert events[0].old_bytes() == b'{"a": 1}\n'  # from the snapshot of m1
+    assert events[0].new_bytes() is None  # a deleted file has no new content
+    events.clear()
+    session.rewind("m1")
+    assert (root / "settings.json").read_bytes() == b'{"a": 1}\n'
+    assert (root / "pkg" / "sub" / "b.txt").read_bytes() == b"b\n"
+    # The tree's directories come back too (DEL-012), each with its own event.
+    assert sorted((e.path, e.operation) for e in events) == [
+        ("pkg", "recreated"),
+        ("pkg/a.txt", "recreated"),
+        ("pkg/sub", "recreated"),
+        ("pkg/sub/b.txt", "recreated"),
+        ("settings.json", "recreated"),
+    ]
+    assert all(e.old_bytes() is None and e.new_bytes() is None for e in events)
+
+
+def test_event_contents_that_cannot_be_known_are_none(root: Path, tmp_path: Path) -> None:
+    ws = Workspace(root, tmp_path / "state")
+    events: list[ChangeEvent] = []
+    ws.hooks.subscribe(events.append)
+    session = ws.session("s")
+    session.write("new.txt", "fresh\n")  # a new file: no old content
+    session.read("src/app.py")
+    session.write("src/app.py", "TOKEN = 2\n")  # no message_id: no snapshot of the old bytes
+    created, replaced = events
+    assert created.old_bytes() is None and created.new_bytes() == b"fresh\n"
+    assert replaced.old_sha256 == sha256_hex(b"TOKEN = 1\n")
+    assert replaced.old_bytes() is None
+    assert replaced.new_bytes() == b"TOKEN = 2\n"
+    (root / "new.txt").unlink()
+    (root / "new.txt").mkdir()  # the path is a directory now: IS_A_DIRECTORY, swallowed
+    assert created.new_bytes() is None
+    ws.hooks.deny("src/")  # a denied path is DENIED when looked up again: swallowed too
+    assert replaced.new_bytes() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Callable
@@ -455,3 +456,83 @@ def test_a_power_cut_during_a_rewind_recovers_all_before_or_all_after(
     assert report.states > 10
     assert not report.truncated
     assert [failure.problems for failure in report.failures] == []
+
+
+# -- the port failing under a rewind ----------------------------------------------------------
+
+
+class _FailingFor(FaultyFileSystem):
+    """A port whose ``method`` fails with EIO for ``a.txt`` while ``armed``."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__()
+        self.failing = method
+        self.failing_armed = False
+
+    def _check(self, method: str, path: object) -> None:
+        if self.failing_armed and method == self.failing and str(path).endswith("a.txt"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
+
+    def lstat(self, path: str) -> os.stat_result:
+        self._check("lstat", path)
+        return super().lstat(path)
+
+    def stat(self, path: str) -> os.stat_result:
+        self._check("stat", path)
+        return super().stat(path)
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        self._check("read_bytes", path)
+        return super().read_bytes(path, offset=offset, limit=limit)
+
+
+def _changed_a(tmp_path: Path, method: str) -> tuple[Path, _FailingFor, Session]:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"a0\n")
+    fs = _FailingFor(method)
+    session = Workspace(root, tmp_path / "state", fs=fs).session("s1")
+    session.read("a.txt")
+    session.write("a.txt", "a1\n", message_id="m1")
+    return root, fs, session
+
+
+@pytest.mark.parametrize("method", ["lstat", "read_bytes"])
+def test_a_file_the_port_cannot_inspect_is_an_io_error(tmp_path: Path, method: str) -> None:
+    root, fs, session = _changed_a(tmp_path, method)
+    fs.failing_armed = True
+    with pytest.raises(ToolError) as caught:
+        session.rewind("m1")
+    assert caught.value.code == "IO_ERROR" and caught.value.details["errno"] == errno.EIO
+    assert (root / "a.txt").read_bytes() == b"a1\n"
+    fs.failing_armed = False
+    session.rewind("m1")  # nothing was consumed by the failed attempt
+    assert (root / "a.txt").read_bytes() == b"a0\n"
+
+
+def test_a_failing_stat_after_the_restore_keeps_the_file_read(tmp_path: Path) -> None:
+    root, fs, session = _changed_a(tmp_path, "stat")
+    fs.failing_armed = True
+    result = session.rewind("m1")
+    fs.failing_armed = False
+    assert [(item.path, item.action) for item in result.restored] == [("a.txt", "restored")]
+    assert (root / "a.txt").read_bytes() == b"a0\n"
+    session.write("a.txt", "a2\n")  # counted as read at its restored hash
+    assert (root / "a.txt").read_bytes() == b"a2\n"
+
+
+def test_a_directory_turned_into_a_link_is_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "other").mkdir()
+    (root / "pkg" / "f.txt").write_bytes(b"f0\n")
+    (root / "other" / "f.txt").write_bytes(b"f1\n")
+    session = Workspace(root, tmp_path / "state").session("s1")
+    session.read("pkg/f.txt")
+    session.write("pkg/f.txt", "f1\n", message_id="m1")
+    shutil.rmtree(root / "pkg")
+    (root / "pkg").symlink_to("other")  # pkg/f.txt now leads to other/f.txt, same bytes
+    with pytest.raises(ToolError) as caught:
+        session.rewind("m1")
+    assert caught.value.code == "CONFLICT"
+    assert (root / "other" / "f.txt").read_bytes() == b"f1\n"

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from editspec.fault_injection.faultfs import CrashAt, FaultyFileSystem, SimulatedCrash
-from editspec.reference import ToolError, Workspace
+from editspec.reference import FileSystem, ToolError, Workspace
 from editspec.reference.snapshots._records import SnapshotEntry
 from editspec.reference.snapshots._snapshots import SnapshotStore
 
@@ -308,3 +310,127 @@ def test_a_crash_at_any_step_leaves_a_whole_history_or_none(root: Path, state_di
                 assert fresh.snapshots.read_blob("s1", sha(b"1")) == b"1"
             outcomes.add("before")
     assert outcomes == {"before", "after"}
+
+
+# -- the port failing under the store -------------------------------------------------------
+
+
+class _SnapshotFaults(FileSystem):
+    """A port whose ``failing`` methods raise EIO for files under ``snapshots/`` while armed."""
+
+    def __init__(self, *failing: str) -> None:
+        super().__init__()
+        self.failing = set(failing)
+        self.armed = False
+        self._snapshot_fds: set[int] = set()
+
+    def _fail(self, method: str, path: str) -> None:
+        if self.armed and method in self.failing and f"{os.sep}snapshots{os.sep}" in path:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        fd = super().create_exclusive(path, mode)
+        if f"{os.sep}snapshots{os.sep}" in path:
+            self._snapshot_fds.add(fd)
+        return fd
+
+    def fsync(self, fd: int) -> None:
+        if fd in self._snapshot_fds:
+            self._fail("fsync", f"{os.sep}snapshots{os.sep}")
+        super().fsync(fd)
+
+    def close(self, fd: int) -> None:
+        self._snapshot_fds.discard(fd)
+        super().close(fd)
+
+    def read_bytes(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        self._fail("read_bytes", path)
+        return super().read_bytes(path, offset=offset, limit=limit)
+
+    def unlink(self, path: str) -> None:
+        self._fail("unlink", path)
+        super().unlink(path)
+
+
+def test_bad_message_ids_hashes_and_transaction_ids_are_invalid(workspace: Workspace) -> None:
+    store = workspace.snapshots
+    store.record("s1", "m1", [entry("a", b"0", b"1")])  # the positive control
+    assert store.read_blob("s1", sha(b"0")) == b"0"
+    for call in (
+        lambda: store.record("s1", "", [entry("a", b"0", b"1")]),
+        lambda: store.read_blob("s1", "not-a-hash"),
+        lambda: store.confirm_transaction("../x"),
+        lambda: store.discard_transaction("a/b"),
+    ):
+        with pytest.raises(ToolError) as info:
+            call()
+        assert info.value.code == "INVALID_ARGUMENT"
+    assert [r.message_id for r in store.history("s1").live] == ["m1"]
+
+
+def test_a_session_directory_removed_behind_the_store_is_made_again(
+    workspace: Workspace,
+) -> None:
+    store = workspace.snapshots
+    store.record("s1", "m1", [entry("a", b"0", b"1")])
+    shutil.rmtree(store_dir(workspace) / store.session_hash("s1"))
+    store.record("s1", "m2", [entry("a", b"1", b"2")])
+    assert [r.message_id for r in store.history("s1").live] == ["m2"]
+    assert store.read_blob("s1", sha(b"1")) == b"1"
+    shutil.rmtree(store_dir(workspace))  # the whole store, then a write that snapshots
+    root = Path(workspace.root)
+    (root / "f.txt").write_bytes(b"one\n")
+    session = workspace.session("s2")
+    session.read("f.txt")
+    assert session.write("f.txt", "two\n", message_id="m3").snapshot_created is True
+    session.rewind("m3")
+    assert (root / "f.txt").read_bytes() == b"one\n"
+
+
+def test_a_blob_the_port_cannot_read_is_an_io_error(root: Path, state_dir: Path) -> None:
+    fs = _SnapshotFaults("read_bytes")
+    store = Workspace(root, state_dir, fs=fs).snapshots
+    store.record("s1", "m1", [entry("a", b"0", b"1")])
+    fs.armed = True
+    with pytest.raises(ToolError) as info:
+        store.read_blob("s1", sha(b"0"))
+    assert info.value.code == "IO_ERROR" and info.value.details["errno"] == errno.EIO
+    fs.armed = False
+    assert store.read_blob("s1", sha(b"0")) == b"0"
+
+
+def test_a_failed_snapshot_leaves_no_temp_and_the_write_still_lands(
+    root: Path, state_dir: Path
+) -> None:
+    (root / "a.txt").write_bytes(b"old\n")
+    fs = _SnapshotFaults("fsync")
+    ws = Workspace(root, state_dir, fs=fs)
+    session = ws.session("s1")
+    session.read("a.txt")
+    fs.armed = True
+    result = session.write("a.txt", "new\n", message_id="m1")
+    assert (root / "a.txt").read_bytes() == b"new\n"
+    assert result.snapshot_created is False
+    assert any("no snapshot was recorded" in warning for warning in result.warnings)
+    leftovers = [name for name in all_files(store_dir(ws)) if ".tmp-" in name]
+    assert leftovers == []
+    assert ws.snapshots.history("s1").live == ()
+    with pytest.raises(ToolError) as info:  # the store itself reports the failure, typed
+        ws.snapshots.record("s1", "m2", [entry("a.txt", b"new\n", b"newer\n")])
+    assert info.value.code == "IO_ERROR" and info.value.details["errno"] == errno.EIO
+    assert [name for name in all_files(store_dir(ws)) if ".tmp-" in name] == []
+
+
+def test_a_discard_the_port_refuses_keeps_the_record_pending(root: Path, state_dir: Path) -> None:
+    fs = _SnapshotFaults("unlink")
+    store = Workspace(root, state_dir, fs=fs).snapshots
+    store.record("s1", "m1", [entry("a", b"0", b"1")], transaction_id="t1")
+    fs.armed = True
+    with pytest.raises(ToolError) as info:
+        store.discard_transaction("t1")
+    assert info.value.code == "IO_ERROR" and info.value.details["errno"] == errno.EIO
+    assert store.pending_transactions() == frozenset({"t1"})
+    fs.armed = False
+    store.discard_transaction("t1")
+    assert store.pending_transactions() == frozenset()
+    assert store.history("s1").live == ()

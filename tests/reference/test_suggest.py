@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from editspec.reference import EditSpec, ToolError, Workspace
+from editspec.reference import EditSpec, FileSystem, ToolError, Workspace
+from editspec.reference.paths._suggest import likely_paths
 
 
 @pytest.fixture
@@ -107,3 +111,71 @@ def test_tools_that_name_a_directory_hint_directories(ws: Workspace) -> None:
         lambda: session.grep("x", path="src/utill"),
     ):
         assert _hints(call) == ["src/util"]
+
+
+def test_an_absolute_path_inside_the_root_hints_root_relative(ws: Workspace) -> None:
+    session = ws.session("s")
+    absolute = os.path.join(ws.root, "src", "utils", "helpers.py")
+    assert _hints(lambda: session.read(absolute))[0] == "src/util/helpers.py"
+    assert likely_paths(ws, absolute)[0] == "src/util/helpers.py"  # as a host may name it
+
+
+@pytest.mark.parametrize("requested", ["../outside/secret.py", ".", "/elsewhere/helpers.py"])
+def test_a_path_that_is_not_inside_the_root_gets_no_hint(ws: Workspace, requested: str) -> None:
+    assert likely_paths(ws, "src/utils/helpers.py")  # the positive control
+    assert likely_paths(ws, requested) == []
+
+
+def test_skipped_directories_and_links_are_never_hinted(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for path in ("node_modules/pkg/helpers.py", ".git/helpers.py", "state/helpers.py"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("x\n")
+    (root / "lib").mkdir()
+    (root / "lib" / "helpers.py").symlink_to(root / ".git" / "helpers.py")
+    (root / "src").mkdir()
+    (root / "src" / "helpers.py").write_text("x\n")
+    ws = Workspace(root, root / "state")
+    assert _hints(lambda: ws.session("s").read("tools/helpers.py")) == ["src/helpers.py"]
+
+
+class _Unlistable(FileSystem):
+    """A port whose listdir fails for ``docs`` and whose lstat fails for ``tests/helpers.py``."""
+
+    def __init__(self, failure: type[BaseException] = OSError) -> None:
+        super().__init__()
+        self.failure = failure
+        self.hint_root: str | None = None  # where listdir fails with ``failure`` instead
+
+    def listdir(self, path: Any) -> list[str]:
+        if os.path.basename(path) == "docs" or path == self.hint_root:
+            raise self.failure(errno.EIO, "listdir failed")
+        return super().listdir(path)
+
+    def lstat(self, path: Any) -> os.stat_result:
+        if str(path).endswith(os.path.join("tests", "helpers.py")):
+            raise OSError(errno.EIO, "lstat failed", path)
+        return super().lstat(path)
+
+
+def test_entries_the_port_cannot_list_or_inspect_are_left_out(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for path in ("src/util/helpers.py", "tests/helpers.py", "docs/helpers.py"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("x\n")
+    ws = Workspace(root, tmp_path / "state", fs=_Unlistable())
+    assert _hints(lambda: ws.session("s").read("lib/helpers.py")) == ["src/util/helpers.py"]
+
+
+def test_a_failing_hint_never_hides_the_not_found(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "helpers.py").write_text("x\n")
+    fs = _Unlistable(RuntimeError)
+    ws = Workspace(root, tmp_path / "state", fs=fs)
+    assert _hints(lambda: ws.session("s").read("lib/helpers.py")) == ["src/helpers.py"]
+    fs.hint_root = ws.root  # a bug in the walk, not an OSError
+    with pytest.raises(ToolError) as caught:
+        ws.session("s").read("lib/helpers.py")
+    assert caught.value.code == "NOT_FOUND"
+    assert "did_you_mean" not in caught.value.details

@@ -89,3 +89,30 @@ def test_a_sticky_failure_refuses_writes_until_recovery(workspace: Workspace, ro
     workspace.recover()
     session.write("f.txt", "x")
     assert (root / "f.txt").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("../outside.txt", "OUTSIDE_WORKSPACE"),
+        ("a\0b", "INVALID_ARGUMENT"),
+        (b"a.txt", "INVALID_ARGUMENT"),
+        (5, "INVALID_ARGUMENT"),
+        (None, "INVALID_ARGUMENT"),
+    ],
+)
+def test_deny_rules_keep_the_refusal_of_a_bad_path(
+    workspace: Workspace, root: Path, path: object, code: str
+) -> None:
+    """With deny rules, a path that has no lexical form in the root gets resolve's own error."""
+    for denying in (False, True):
+        if denying:
+            workspace.hooks.deny("secret/")
+        with pytest.raises(ToolError) as caught:
+            workspace.resolve(path)  # type: ignore[arg-type]
+        assert caught.value.code == code
+    (root / "secret").mkdir()
+    with pytest.raises(ToolError) as caught:
+        workspace.resolve("x/../secret/a.txt")  # the positive control: the rules apply
+    assert caught.value.code == "DENIED"
+    assert workspace.resolve("x/../a.txt").relative == "a.txt"

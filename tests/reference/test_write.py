@@ -664,3 +664,64 @@ def test_a_target_deleted_before_the_rename_is_stale(root: Path, state_dir: Path
     session.read("f.txt")
     assert _error(session, "f.txt", "mine").code == "STALE"
     assert _tree(root) == {}
+
+
+class _AfterPublish(FileSystem):
+    """A port that fails ``rmdir`` always and ``create_exclusive`` for ``fail_create``, and
+    ``lstat`` of a file once something was renamed onto it."""
+
+    def __init__(self, *, fail_create: str = "", fail_rmdir: bool = False) -> None:
+        super().__init__()
+        self.fail_create = fail_create
+        self.fail_rmdir = fail_rmdir
+        self.published: set[str] = set()
+
+    def create_exclusive(self, path: str, mode: int = 0o600) -> int:
+        if self.fail_create and os.path.dirname(path).endswith(self.fail_create):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return super().create_exclusive(path, mode)
+
+    def rmdir(self, path: str) -> None:
+        if self.fail_rmdir:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        super().rmdir(path)
+
+    def rename(self, source: str, destination: str) -> None:
+        super().rename(source, destination)
+        self.published.add(destination)
+
+    def lstat(self, path: str) -> os.stat_result:
+        if path in self.published:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        return super().lstat(path)
+
+
+@pytest.mark.parametrize("rmdir_fails", [False, True])
+def test_parents_of_a_failed_create_are_removed_as_far_as_possible(
+    tmp_path: Path, rmdir_fails: bool
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    fs = _AfterPublish(fail_create=os.path.join("new", "deep"), fail_rmdir=rmdir_fails)
+    session = Workspace(root, tmp_path / "state", fs=fs).session("s")
+    error = _error(session, "new/deep/f.txt", "x\n")
+    assert error.code == "IO_ERROR" and error.details["errno"] == errno.ENOSPC
+    assert not (root / "new" / "deep" / "f.txt").exists()
+    # the parents it made are removed; when rmdir fails, they stay, and the error is kept
+    assert (root / "new" / "deep").is_dir() is rmdir_fails
+    assert (root / "new").exists() is rmdir_fails
+
+
+def test_a_failing_lstat_after_the_publish_keeps_the_write(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"one\n")
+    fs = _AfterPublish()
+    session = Workspace(root, tmp_path / "state", fs=fs).session("s")
+    session.read("a.txt")
+    result = session.write("a.txt", "two\n")
+    assert result.operation == "replace" and result.new_sha256 == _sha(b"two\n")
+    assert (root / "a.txt").read_bytes() == b"two\n"
+    fs.published.clear()
+    session.write("a.txt", "three\n")  # the write counted as read: no STALE, no NOT_READ
+    assert (root / "a.txt").read_bytes() == b"three\n"
