@@ -71,6 +71,14 @@ from editspec.contract.drivers._mcp_results import error_of, record_of, require_
 from editspec.contract.drivers._mcp_session import McpSession
 
 
+class OneRootOnly(Exception):
+    """A clause needs a driver over another directory than the one a running server
+    serves: a limit of testing through one running server, neither the server's failure
+    nor the suite's (the clause is UNSUPPORTED, DESIGN §7)."""
+
+    unsupported = True
+
+
 class McpDriver:
     """An MCP server over one workspace root and state directory."""
 
@@ -258,7 +266,8 @@ class McpUrlDriverFactory:
     """A ``DriverFactory`` for one running server at a Streamable HTTP URL, and its map.
 
     Every driver it builds talks to the same server, over the one root it serves: a
-    driver asked for any other root is refused (ERROR), never pointed at the wrong files.
+    driver asked for any other root is refused (``OneRootOnly``: the clause is
+    UNSUPPORTED), never pointed at the wrong files.
     """
 
     def __init__(self, url: str, server_map: ServerMap, root: str | Path) -> None:
@@ -269,7 +278,7 @@ class McpUrlDriverFactory:
 
     def __call__(self, root: Path, state_dir: Path) -> McpDriver:
         if Path(os.path.realpath(root)) != self.root:
-            raise ServerError(
+            raise OneRootOnly(
                 f"the server at {self.url} serves {self.root}, not {root}: a clause that needs "
                 "a driver over another directory cannot run against a running server"
             )
@@ -324,6 +333,7 @@ __all__ = [
     "McpToolError",
     "McpUrlDriverFactory",
     "NotMapped",
+    "OneRootOnly",
     "ServerError",
     "default_map",
     "factory_from_options",

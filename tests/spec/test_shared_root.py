@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from editspec.contract.drivers import DriverLoadError, DriverSpec, factory_for
-from editspec.contract.drivers.mcp import McpToolError, ServerError, factory_from_url
+from editspec.contract.drivers.mcp import (
+    McpToolError,
+    OneRootOnly,
+    ServerError,
+    factory_from_url,
+)
+from editspec.spec import _classify as classify
 from editspec.spec import cli
 from editspec.spec._shared_root import SharedRootError, check_exclusive, release, reset
 
@@ -76,8 +82,10 @@ def test_the_url_factory_refuses_another_root(root: Path, tmp_path: Path) -> Non
     driver.close()
     other = tmp_path / "other"
     other.mkdir()
-    with pytest.raises(ServerError, match="serves"):
+    # A harness limit, not the server's failure: the clause is UNSUPPORTED (DESIGN §7).
+    with pytest.raises(OneRootOnly, match="serves") as refused:
         factory(other, tmp_path / "state")
+    assert classify.exception_outcome(refused)[0] == "UNSUPPORTED"
     with pytest.raises(DriverLoadError, match="http"):
         factory_from_url("localhost:8000", None, root=str(root))
 
