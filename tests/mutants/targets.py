@@ -125,9 +125,13 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "glob_follows_symlinks": (
         "GLOB-012",
+        "GLOB-014",
         "PATH-032",
     ),
-    "grep_follows_links": ("GREP-015",),
+    "grep_follows_links": (
+        "GREP-015",
+        "GREP-016",
+    ),
     "in_place_publish": (
         "PATCH-034",
         "WRITE-021",
