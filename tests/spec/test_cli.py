@@ -276,3 +276,13 @@ def test_a_time_bound_does_not_count_a_server_start(tmp_path):
     assert outcomes(tmp_path / "out.json") == dict.fromkeys(
         ["LIST-013", "LIST-014", "GLOB-014", "GREP-016"], "PASS"
     ), result.stdout[-3000:]
+
+
+def test_processes_that_start_on_first_use_race_from_one_moment(tmp_path):
+    # Each racy driver starts 1.5 s after the one before it; started on first use (after
+    # the start barrier), their edits would never overlap and LOCK-003 would pass them.
+    result = run_cli(
+        "check", "--driver", "slow_start_driver:racy_factory", "-k", "LOCK-003",
+        "--report", "out.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert outcomes(tmp_path / "out.json") == {"LOCK-003": "FAIL"}, result.stdout[-3000:]
