@@ -4,8 +4,9 @@ Run as ``python -m editspec.spec._child JSON`` where JSON names the driver (a
 ``DriverSpec``), the root, the state directory, the session id, the file, the markers
 to insert, and two paths for a start barrier: the child creates ``ready`` once its
 driver is up (a server that starts on first use is started first: ``start_now``) and
-starts editing when ``go`` exists, so all children race from the same moment. Each marker is inserted before the line ``END`` by one edit, retried while the
-implementation answers STALE; a driver that needs a read before a change (it declares
+starts editing when ``go`` exists, so all children race from the same moment. Each
+marker is inserted before the line ``END`` by one edit, retried while the implementation
+answers STALE; a driver that needs a read before a change (it declares
 ``read_before_write`` or ``stale_detection``) gets a plain full read before each attempt,
 as preparation. Prints a JSON summary: ``{"applied": [...], "errors": [...]}``.
 """

@@ -134,6 +134,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "in_place_publish": (
         "PATCH-034",
+        "WRITE-012",
         "WRITE-021",
     ),
     "include_ignored": ("GREP-009",),
@@ -417,5 +418,6 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "temp_file_left_behind": ("WRITE-023",),
     "touch_is_stale": ("TRACK-002",),
     "trailing_slash_ignored": ("GLOB-007",),
+    "truncate_then_write": ("WRITE-012",),
     "write_keeps_old_record": ("TRACK-004",),
 }
