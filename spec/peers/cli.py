@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from editspec.contract.drivers.mcp import load_map
+from editspec.fault_injection.standard import missing_capabilities
 from editspec.spec import expectations
 from editspec.spec.peers import matrix
 from editspec.spec.peers.catalog import CatalogError, Peer, cache_dir, load_catalog
@@ -38,6 +40,8 @@ from editspec.spec.peers.catalog import CatalogError, Peer, cache_dir, load_cata
 EXIT_OK = 0
 EXIT_CHANGED = 1
 EXIT_USAGE = 2
+#: The crash explorer's scenario for a catalog peer (one write: what any writer can do).
+EXPLORE_SCENARIO = "single-write"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -234,12 +238,33 @@ def compare_with_expectations(report: dict[str, Any], path: Path) -> list[str]:
     return problems
 
 
+#: The first line of an explore file when no standard scenario fits the tool.
+EXPLORE_NOT_RUN = "not run"
+
+
+def explore_lacks(peer: Peer) -> list[str]:
+    """What the crash explorer's scenario needs that the peer's map does not declare."""
+    assert peer.map_path is not None
+    # its map's capabilities, as the MCP adapter declares them (over stdio: "process")
+    capabilities = load_map(peer.map_path).capabilities | {"process"}
+    return missing_capabilities(EXPLORE_SCENARIO, capabilities, "process")
+
+
 def _explore(peer: Peer, out: Path, cache: Path) -> None:
     assert peer.map_path is not None
     target = out / "reports" / f"{peer.name}.explore.txt"
+    lacking = explore_lacks(peer)
+    if lacking:
+        target.write_text(
+            f"{EXPLORE_NOT_RUN}\n{EXPLORE_SCENARIO} needs {', '.join(lacking)}, which "
+            f"{peer.map_path.name} does not declare\n",
+            encoding="utf-8",
+        )
+        print(f"{peer.name}: crash explorer not run: {EXPLORE_SCENARIO} needs {lacking}")
+        return
     command = [sys.executable, "-m", "editspec.spec.cli", "explore", "--mcp",
                peer.server_command(cache), "--mcp-map", str(peer.map_path),
-               "--scenario", "single-write", "--no-progress",
+               "--scenario", EXPLORE_SCENARIO, "--no-progress",
                "--out", str(out / "explore" / peer.name)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=peer.environment(cache))
     target.write_text(
@@ -252,6 +277,8 @@ def _explore_summary(path: Path) -> dict[str, Any] | None:
         return None
     text = path.read_text(encoding="utf-8")
     first, _, rest = text.partition("\n")
+    if first == EXPLORE_NOT_RUN:
+        return {"exit": None, "summary": f"crash explorer: not run ({rest.strip()})", "output": []}
     code = int(first.split()[1]) if first.startswith("exit ") else -1
     lines = [line for line in rest.splitlines() if line.strip()]
     verdict = (

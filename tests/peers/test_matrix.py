@@ -16,6 +16,8 @@ from editspec.spec.peers import catalog as peer_catalog
 from editspec.spec.peers import matrix
 from editspec.spec.peers.cli import (
     compare_with_expectations,
+    explore_lacks,
+    main_peers,
     timing_lines,
     timing_text,
     write_matrix,
@@ -193,3 +195,19 @@ def test_the_times_of_a_catalog_run_are_listed_with_their_total():
     assert lines[2].split() == ["two", "40s", "(suite", "40s)"]
     assert lines[-1].split() == ["total", "3m55s", "(2", "of", "3", "entries)"]
     assert timing_lines([{"name": "failed", "timing": None}]) == []
+
+
+def test_the_crash_explorer_runs_where_its_scenario_fits(tmp_path):
+    peers = peer_catalog.load_catalog()
+    assert explore_lacks(peers["editspec-serve"]) == []
+    # server-filesystem has no expected_sha256 (cas), which the single write passes
+    assert explore_lacks(peers["server-filesystem"]) == ["cas"]
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "server-filesystem.json").write_text(json.dumps(ENTRIES[1]["report"]))
+    (reports / "server-filesystem.explore.txt").write_text(
+        "not run\nsingle-write needs cas, which server-filesystem.toml does not declare\n"
+    )
+    assert main_peers(["matrix", "server-filesystem", "--reuse", "--out", str(tmp_path)]) == 0
+    markdown = (tmp_path / "matrix.md").read_text()
+    assert "crash explorer: not run (single-write needs cas" in markdown
