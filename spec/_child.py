@@ -3,9 +3,10 @@
 Run as ``python -m editspec.spec._child JSON`` where JSON names the driver (a
 ``DriverSpec``), the root, the state directory, the session id, the file, the markers
 to insert, and two paths for a start barrier: the child creates ``ready`` once its
-driver is up and starts editing when ``go`` exists, so all children race from the same
-moment. Each marker is inserted before the line ``END`` by one edit, retried while the
-implementation answers STALE; a driver that needs a read before a change (it declares
+driver is up (a server that starts on first use is started first: ``start_now``) and
+starts editing when ``go`` exists, so all children race from the same moment. Each
+marker is inserted before the line ``END`` by one edit, retried while the implementation
+answers STALE; a driver that needs a read before a change (it declares
 ``read_before_write`` or ``stale_detection``) gets a plain full read before each attempt,
 as preparation. Prints a JSON summary: ``{"applied": [...], "errors": [...]}``.
 """
@@ -23,6 +24,14 @@ from editspec.reference import EditSpec
 from editspec.spec._calls import setup
 
 NEEDS_READ = frozenset({"read_before_write", "stale_detection"})
+
+
+def start_now(driver: Any) -> None:
+    """Start the implementation behind ``driver`` now, if it starts on first use (an MCP
+    server): a start barrier is only one if every racer has started before it."""
+    start = getattr(driver, "start", None)
+    if callable(start):
+        start()
 
 
 def insert_markers(
@@ -71,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     driver = factory(Path(args["root"]), Path(args["state_dir"]))
     try:
         session = driver.open_session(args["session"])
+        start_now(driver)
         Path(args["ready"]).touch()
         deadline = time.monotonic() + 60
         while not Path(args["go"]).exists() and time.monotonic() < deadline:

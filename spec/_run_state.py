@@ -25,6 +25,8 @@ from editspec.spec.report import worst
 
 #: The key of the classified outcome in a phase report's ``user_properties``.
 PROPERTY = "editspec"
+#: Seconds between two progress lines when stderr is not a terminal.
+PROGRESS_EVERY = 60.0
 
 
 class EditspecState:
@@ -45,7 +47,11 @@ class EditspecState:
         self.report_paths: list[str] = list(config.getoption("editspec_report") or [])
         self.call_log_dir: str | None = config.getoption("editspec_call_log")
 
-        self.show_progress = bool(config.getoption("editspec_progress")) and sys.stderr.isatty()
+        # On a terminal one line rewritten in place; elsewhere (a log, tox, CI) a plain line
+        # every PROGRESS_EVERY seconds, so that a run of many minutes is not silent.
+        self.show_progress = bool(config.getoption("editspec_progress"))
+        self.progress_in_place = sys.stderr.isatty()
+        self.progress_shown = time.monotonic()
         self.total = 0
         self.done = 0
         self._factory: Any = None
@@ -89,7 +95,7 @@ class EditspecState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record_phase(self, report)
         if report.when == "teardown":
-            self._progress()
+            self.count_clause_done()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = len(session.items)
@@ -98,15 +104,27 @@ class EditspecState:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.total = max(self.total, len(ids))
 
-    def _progress(self) -> None:
+    def count_clause_done(self) -> None:
+        """One clause test finished: the progress line, where it is asked for."""
 
         if not self.show_progress or is_worker(self.config):
             return
         self.done += 1
         total = max(self.total, self.done)
-        sys.stderr.write(f"\reditspec: {self.done}/{total} clause tests run")
-        if self.done >= total:
-            sys.stderr.write("\r\x1b[K")
+        if self.progress_in_place:
+            sys.stderr.write(f"\reditspec: {self.done}/{total} clause tests run")
+            if self.done >= total:
+                sys.stderr.write("\r\x1b[K")
+        else:
+            now = time.monotonic()
+            if now - self.progress_shown < PROGRESS_EVERY or self.done >= total:
+                return
+            self.progress_shown = now
+            elapsed = int(now - self.started)
+            sys.stderr.write(
+                f"editspec: {self.done}/{total} clause tests run "
+                f"({elapsed // 60}m{elapsed % 60:02d}s)\n"
+            )
         sys.stderr.flush()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -362,6 +362,9 @@ def test_links_to_outside_are_not_followed(session, disk, alias, symlinks):
 def test_symlink_loops_do_not_hang(session, disk, alias, symlinks):
     disk.write("a.txt", f"{MARKER}\n")
     disk.write("sub/b.txt", f"{MARKER}\n")
+    # Positive control, outside the bound (a server's start is not the search): the
+    # matches are found before the loops are planted.
+    assert _matched_paths(session.grep(MARKER)) == ["a.txt", "sub/b.txt"]
     plant_symlink_loops(disk, alias)
     before = disk.snapshot()
     result = within(10, lambda: session.grep(MARKER), what="grep over symlink loops")

@@ -397,6 +397,9 @@ def test_path_is_confined(session, disk, alias):
 )
 def test_symlink_loops_do_not_hang(session, disk, alias, symlinks):
     disk.write("sub/a.txt", "x\n")
+    # Positive control, outside the bound: the same listing without loops. A server that
+    # starts on first use has started; its start is not the listing the bound is about.
+    assert "sub/a.txt" in _paths(session.list_directory(".", depth=8))
     loops = plant_symlink_loops(disk, alias)
     before = disk.snapshot()
     result = within(10, lambda: session.list_directory(".", depth=8), what="list_directory")
@@ -419,6 +422,9 @@ def test_other_entries(session, disk):
     if not hasattr(os, "mkfifo"):
         pytest.skip("the platform has no FIFOs")
     disk.write("plain.txt", "x\n")
+    # Positive control, outside the bound (a server's start is not the listing): the
+    # directory lists before the FIFO is made.
+    assert "plain.txt" in _by_name(session.list_directory("."))
     os.mkfifo(disk.path("pipe"))
     entries = within(10, lambda: _by_name(session.list_directory(".")), what="list_directory")
     assert entries["pipe"].type == "other"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from editspec.reference import EditSpec
 from editspec.spec import MUST, clause, prepare_change, raises_code, run_concurrently, within
-from editspec.spec._child import insert_markers
+from editspec.spec._child import insert_markers, start_now
 
 THREADS = 6
 EDITS_PER_THREAD = 4
@@ -135,6 +135,10 @@ def test_processes_lose_no_edit(
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     go = editspec_base / "go"
     ready = [editspec_base / f"ready-{index}" for index in range(PROCESSES)]
+    # Every racer has started before the barrier opens, this process's own too: a server
+    # started on first use would otherwise start after it, each seconds apart, and the
+    # edits would not race at all.
+    start_now(driver)
     for index in range(PROCESSES):
         args = {
             "driver": driver_spec.to_dict(),

@@ -141,6 +141,11 @@ class McpDriver:
             raise ServerError(f"{exc}\n{connection.stderr_tail()}".rstrip()) from None
         return connection
 
+    def start(self) -> None:
+        """Start the server now rather than on first use (a clause whose processes race
+        from one moment starts them before that moment)."""
+        self._ready()
+
     @property
     def name(self) -> str:
         if self.map.name:

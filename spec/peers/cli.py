@@ -13,18 +13,26 @@ expectations must record (exit 1). Reports go to ``DIR/reports/NAME.json``; wher
 catalog says the tool can be crashed, ``editspec explore --mcp`` runs too and its summary
 goes to ``DIR/reports/NAME.explore.txt``. ``matrix`` runs (or, with ``--reuse``, reads)
 every report and writes ``DIR/matrix.html``, ``matrix.md`` and ``matrix.json``.
+
+Each run says how long it took (install, suite, crash explorer, with the load average at
+its start) when it ends, and keeps that in ``DIR/reports/NAME.timing.json`` for the
+matrix; ``matrix`` ends with every entry's time and the total.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from editspec.contract.drivers.mcp import load_map
+from editspec.fault_injection.standard import missing_capabilities
 from editspec.spec import expectations
 from editspec.spec.peers import matrix
 from editspec.spec.peers.catalog import CatalogError, Peer, cache_dir, load_catalog
@@ -32,6 +40,8 @@ from editspec.spec.peers.catalog import CatalogError, Peer, cache_dir, load_cata
 EXIT_OK = 0
 EXIT_CHANGED = 1
 EXIT_USAGE = 2
+#: The crash explorer's scenario for a catalog peer (one write: what any writer can do).
+EXPLORE_SCENARIO = "single-write"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,6 +103,8 @@ def main_peers(argv: Sequence[str]) -> int:
             status = max(status, changed)
         entries.append(entry)
     if args.action == "matrix":
+        for line in timing_lines(entries):
+            print(line)
         written = write_matrix(entries, out)
         for path in written:
             print(f"written: {path}")
@@ -113,18 +125,22 @@ def run_peer(
     """Install, run the suite (and the explorer), compare with the expectations."""
     report = _report_path(out, peer.name)
     report.parent.mkdir(parents=True, exist_ok=True)
+    clock = _Stopwatch(_timing_path(out, peer.name))
+    print(f"== {peer.name} {peer.version}", flush=True)
     try:
-        peer.install(cache)
+        peer.install(cache, log=lambda line: print(line, flush=True))
     except CatalogError as exc:
         print(f"{peer.name}: {exc}", file=sys.stderr)
+        clock.lap("install")
         return {**_entry(peer, out, cache), "error": str(exc)}, EXIT_CHANGED
-    print(f"== {peer.name} {peer.version}", flush=True)
+    clock.lap("install")
     command = [sys.executable, "-m", "editspec.spec.cli", "check", *peer.check_arguments(cache)]
     command += ["--report", str(report), "-n", str(args.workers)]
     if args.keyword:
         command += ["-k", args.keyword]
     report.unlink(missing_ok=True)
     subprocess.run(command, env=peer.environment(cache))
+    clock.lap("suite")
     if not report.is_file():
         message = "the suite did not produce a report"
         print(f"{peer.name}: {message}", file=sys.stderr)
@@ -140,7 +156,65 @@ def run_peer(
             changed = EXIT_CHANGED
     if peer.crash and peer.kind == "mcp" and not args.no_explore:
         _explore(peer, out, cache)
+        clock.lap("explore")
+    print(f"-- {peer.name}: {clock.summary()}", flush=True)
     return _entry(peer, out, cache), changed
+
+
+class _Stopwatch:
+    """The seconds of each step of one run, written to its timing file after each step."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.started = self.last = time.monotonic()
+        self.record: dict[str, Any] = {"load_average": _load_average(), "steps": {}}
+        path.unlink(missing_ok=True)
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.record["steps"][step] = round(now - self.last, 1)
+        self.record["total"] = round(now - self.started, 1)
+        self.last = now
+        self.path.write_text(json.dumps(self.record) + "\n", encoding="utf-8")
+
+    def summary(self) -> str:
+        return timing_text(self.record)
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 1)
+    except (AttributeError, OSError):  # pragma: no cover - a platform without it
+        return None
+
+
+def _timing_path(out: Path, name: str) -> Path:
+    return out / "reports" / f"{name}.timing.json"
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
+
+
+def timing_text(record: dict[str, Any]) -> str:
+    """``4m10s (install 1m02s, suite 3m08s; load average 3.1 at the start)``."""
+    steps = ", ".join(f"{step} {_duration(s)}" for step, s in record.get("steps", {}).items())
+    load = record.get("load_average")
+    where = f"; load average {load} at the start" if load is not None else ""
+    return f"{_duration(record.get('total', 0.0))} ({steps}{where})"
+
+
+def timing_lines(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """Every entry's time, and the total of those that were run now or before."""
+    timed = [entry for entry in entries if entry.get("timing")]
+    if not timed:
+        return []
+    lines = ["times:"]
+    lines += [f"  {entry['name']:<30} {timing_text(entry['timing'])}" for entry in timed]
+    total = sum(entry["timing"].get("total", 0.0) for entry in timed)
+    lines.append(f"  {'total':<30} {_duration(total)} ({len(timed)} of {len(entries)} entries)")
+    return lines
 
 
 def compare_with_expectations(report: dict[str, Any], path: Path) -> list[str]:
@@ -164,12 +238,33 @@ def compare_with_expectations(report: dict[str, Any], path: Path) -> list[str]:
     return problems
 
 
+#: The first line of an explore file when no standard scenario fits the tool.
+EXPLORE_NOT_RUN = "not run"
+
+
+def explore_lacks(peer: Peer) -> list[str]:
+    """What the crash explorer's scenario needs that the peer's map does not declare."""
+    assert peer.map_path is not None
+    # its map's capabilities, as the MCP adapter declares them (over stdio: "process")
+    capabilities = load_map(peer.map_path).capabilities | {"process"}
+    return missing_capabilities(EXPLORE_SCENARIO, capabilities, "process")
+
+
 def _explore(peer: Peer, out: Path, cache: Path) -> None:
     assert peer.map_path is not None
     target = out / "reports" / f"{peer.name}.explore.txt"
+    lacking = explore_lacks(peer)
+    if lacking:
+        target.write_text(
+            f"{EXPLORE_NOT_RUN}\n{EXPLORE_SCENARIO} needs {', '.join(lacking)}, which "
+            f"{peer.map_path.name} does not declare\n",
+            encoding="utf-8",
+        )
+        print(f"{peer.name}: crash explorer not run: {EXPLORE_SCENARIO} needs {lacking}")
+        return
     command = [sys.executable, "-m", "editspec.spec.cli", "explore", "--mcp",
                peer.server_command(cache), "--mcp-map", str(peer.map_path),
-               "--scenario", "single-write", "--no-progress",
+               "--scenario", EXPLORE_SCENARIO, "--no-progress",
                "--out", str(out / "explore" / peer.name)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=peer.environment(cache))
     target.write_text(
@@ -182,6 +277,8 @@ def _explore_summary(path: Path) -> dict[str, Any] | None:
         return None
     text = path.read_text(encoding="utf-8")
     first, _, rest = text.partition("\n")
+    if first == EXPLORE_NOT_RUN:
+        return {"exit": None, "summary": f"crash explorer: not run ({rest.strip()})", "output": []}
     code = int(first.split()[1]) if first.startswith("exit ") else -1
     lines = [line for line in rest.splitlines() if line.strip()]
     verdict = (
@@ -203,8 +300,19 @@ def _entry(peer: Peer, out: Path, cache: Path) -> dict[str, Any]:
         "command": reproduce_command(peer),
         "report": data,
         "explore": _explore_summary(out / "reports" / f"{peer.name}.explore.txt"),
+        "timing": _timing(_timing_path(out, peer.name)),
         "error": None if data is not None else "no report",
     }
+
+
+def _timing(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def write_matrix(entries: Sequence[dict[str, Any]], out: Path) -> list[Path]:

@@ -40,6 +40,7 @@ def build(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "command": entry.get("command", ""),
             "notes": entry.get("notes", ""),
             "explore": entry.get("explore"),
+            "timing": entry.get("timing"),
             "error": entry.get("error"),
         }
         if report is not None:
@@ -96,18 +97,22 @@ def render_markdown(matrix: Mapping[str, Any]) -> str:
         "",
         f"Generated {matrix['generated']}.",
         "",
-        "| implementation | version | profiles met | MUST failures by kind | crash explorer |",
-        "| --- | --- | --- | --- | --- |",
+        "| implementation | version | profiles met | MUST failures by kind | crash explorer "
+        "| run time |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in matrix["implementations"]:
         if row.get("error"):
-            lines.append(f"| {row['title']} | {row['version']} | run failed: {row['error']} | | |")
+            lines.append(
+                f"| {row['title']} | {row['version']} | run failed: {row['error']} | | | "
+                f"{_time_text(row)} |"
+            )
             continue
         met = [name for name, cells in (row.get("profiles") or {}).items() if _met(cells)]
         explore = row.get("explore") or {}
         lines.append(
             f"| {row['title']} | {row['version']} | {', '.join(met) or '-'} | "
-            f"{_kinds_text(row, 'MUST')} | {explore.get('summary', '-')} |"
+            f"{_kinds_text(row, 'MUST')} | {explore.get('summary', '-')} | {_time_text(row)} |"
         )
     lines += ["", "## MUST clauses not met", ""]
     for row in matrix["implementations"]:
@@ -130,6 +135,15 @@ def render_markdown(matrix: Mapping[str, Any]) -> str:
             lines.append(f"| {clause['id']} | {outcome_label(cell)} | {message} |")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _time_text(row: Mapping[str, Any]) -> str:
+    """The run's wall time in minutes and its steps (``12.5 min: install 1.0, suite 11.5``)."""
+    timing = row.get("timing") or {}
+    if "total" not in timing:
+        return "-"
+    steps = ", ".join(f"{step} {s / 60:.1f}" for step, s in (timing.get("steps") or {}).items())
+    return f"{timing['total'] / 60:.1f} min: {steps}"
 
 
 def _met(cells: str) -> bool:
@@ -246,7 +260,8 @@ def render_html(matrix: Mapping[str, Any]) -> str:
     summary = "".join(
         f'<td data-impl="{esc(row["name"])}">MUST failures: {row.get("must_failures", "?")}'
         f"<br>{esc(_kinds_text(row, 'MUST'))}"
-        f"<br><small>{esc((row.get('explore') or {}).get('summary', ''))}</small></td>"
+        f"<br><small>{esc((row.get('explore') or {}).get('summary', ''))}</small>"
+        f"<br><small>run time {esc(_time_text(row))}</small></td>"
         for row in rows
     )
     body: list[str] = []

@@ -125,11 +125,16 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "glob_follows_symlinks": (
         "GLOB-012",
+        "GLOB-014",
         "PATH-032",
     ),
-    "grep_follows_links": ("GREP-015",),
+    "grep_follows_links": (
+        "GREP-015",
+        "GREP-016",
+    ),
     "in_place_publish": (
         "PATCH-034",
+        "WRITE-012",
         "WRITE-021",
     ),
     "include_ignored": ("GREP-009",),
@@ -413,5 +418,6 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "temp_file_left_behind": ("WRITE-023",),
     "touch_is_stale": ("TRACK-002",),
     "trailing_slash_ignored": ("GLOB-007",),
+    "truncate_then_write": ("WRITE-012",),
     "write_keeps_old_record": ("TRACK-004",),
 }

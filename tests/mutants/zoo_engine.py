@@ -579,6 +579,31 @@ _engine(
 )
 
 
+def _truncate_then_write() -> None:
+    def replace_in_place(
+        fs: Any, real_path: str, data: bytes, *, mode: int | None = None, verify: Any = None
+    ) -> tuple[str, ...]:
+        if verify is not None:
+            verify()
+        fd = os.open(real_path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, data)  # one write: the empty file lasts a moment only
+        finally:
+            os.close(fd)
+        return ()
+
+    _replace(_write, "atomic_replace", replace_in_place)
+
+
+_engine(
+    "truncate_then_write",
+    "A replace truncates the file, then writes the new bytes in one call (as Node's "
+    "fs.writeFile does): a reader in between sees an empty file.",
+    ("WRITE",),
+    _truncate_then_write,
+)
+
+
 # -- more servers killed mid-write (WRITE-040, SNAP-040; ``zoo.SERVED_BY``) ------------------
 
 

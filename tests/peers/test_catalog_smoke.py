@@ -26,6 +26,10 @@ def test_a_pypi_peer_installs_and_runs_through_its_driver(tmp_path):
     )  # fmt: skip
     report = out / "reports" / "langchain-file-management.json"
     assert report.is_file(), run.stdout[-3000:] + run.stderr[-3000:]
+    # the run says how long it took, and keeps it for the matrix
+    assert "-- langchain-file-management: " in run.stdout
+    timing = json.loads((out / "reports" / "langchain-file-management.timing.json").read_text())
+    assert set(timing["steps"]) == {"install", "suite"} and timing["total"] > 0
     data = json.loads(report.read_text())
     assert data["implementation"]["name"] == "langchain-file-management"
     records = {r["id"]: r for r in data["clauses"]}

@@ -30,6 +30,7 @@ PEER_OF = {
     "deepagents": "deepagents-virtual",
     "langchain": "langchain-file-management",
     "desktop-commander": "desktop-commander",
+    "server-filesystem": "server-filesystem",
     "codex": "codex-apply-patch",
     "gemini": "gemini-cli-core",
     "qwen": "qwen-code-core",

@@ -14,7 +14,14 @@ import pytest
 from editspec.spec import report
 from editspec.spec.peers import catalog as peer_catalog
 from editspec.spec.peers import matrix
-from editspec.spec.peers.cli import compare_with_expectations, write_matrix
+from editspec.spec.peers.cli import (
+    compare_with_expectations,
+    explore_lacks,
+    main_peers,
+    timing_lines,
+    timing_text,
+    write_matrix,
+)
 
 
 def _record(clause_id, outcome, kind=None, level="MUST"):
@@ -57,6 +64,8 @@ ENTRIES = [
         "title": "Careless tool",
         "version": "0.1",
         "command": "editspec peers run careless",
+        "timing": {"load_average": 2.0, "steps": {"install": 30.0, "suite": 120.0},
+                   "total": 150.0},
         "report": _report("careless", [
             _record("PATH-001", "PASS"), _record("PATH-008", "FAIL", "unsafe"),
             _record("READ-001", "FAIL", "missing-field"),
@@ -76,8 +85,11 @@ def test_the_matrix_record_and_markdown_show_every_cell():
         "message": "FAIL unsafe <b>message</b> of PATH-008",
     }
     markdown = matrix.render_markdown(built)
-    assert "| Careful tool | 1.0 | Core | none |" in markdown
-    assert "| Careless tool | 0.1 | - | unsafe 1, missing-field 1 |" in markdown
+    assert "| Careful tool | 1.0 | Core | none | - | - |" in markdown
+    assert (
+        "| Careless tool | 0.1 | - | unsafe 1, missing-field 1 | - | "
+        "2.5 min: install 0.5, suite 2.0 |"
+    ) in markdown
     assert "| PATH-008 | FAIL unsafe | FAIL unsafe &lt;b>message&lt;/b> of PATH-008 |" in markdown
     html = matrix.render_html(built)
     assert "<b>message</b>" not in html  # messages are escaped
@@ -168,3 +180,34 @@ def test_a_run_is_compared_with_its_expectations(tmp_path):
     assert any(p.startswith("PATH-008 FAIL unsafe is not listed") for p in problems)
     assert not any(p.startswith("READ-001") for p in problems)  # listed, still failing
     assert not any(p.startswith("READ-027") for p in problems)  # a SHOULD clause
+
+
+def test_the_times_of_a_catalog_run_are_listed_with_their_total():
+    timed = {"load_average": 3.5, "steps": {"install": 65.0, "suite": 130.4}, "total": 195.4}
+    assert timing_text(timed) == "3m15s (install 1m05s, suite 2m10s; load average 3.5 at the start)"
+    entries = [
+        {"name": "one", "timing": timed},
+        {"name": "two", "timing": {"steps": {"suite": 40.0}, "total": 40.0}},
+        {"name": "failed", "timing": None},
+    ]
+    lines = timing_lines(entries)
+    assert lines[0] == "times:"
+    assert lines[2].split() == ["two", "40s", "(suite", "40s)"]
+    assert lines[-1].split() == ["total", "3m55s", "(2", "of", "3", "entries)"]
+    assert timing_lines([{"name": "failed", "timing": None}]) == []
+
+
+def test_the_crash_explorer_runs_where_its_scenario_fits(tmp_path):
+    peers = peer_catalog.load_catalog()
+    assert explore_lacks(peers["editspec-serve"]) == []
+    # server-filesystem has no expected_sha256 (cas), which the single write passes
+    assert explore_lacks(peers["server-filesystem"]) == ["cas"]
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "server-filesystem.json").write_text(json.dumps(ENTRIES[1]["report"]))
+    (reports / "server-filesystem.explore.txt").write_text(
+        "not run\nsingle-write needs cas, which server-filesystem.toml does not declare\n"
+    )
+    assert main_peers(["matrix", "server-filesystem", "--reuse", "--out", str(tmp_path)]) == 0
+    markdown = (tmp_path / "matrix.md").read_text()
+    assert "crash explorer: not run (single-write needs cas" in markdown

@@ -261,3 +261,28 @@ def test_mcp_option_uses_the_adapter(monkeypatch, tmp_path):
     assert calls == [("srv", str(tool_map))]
     with pytest.raises(DriverLoadError, match="choose one"):
         factory_for(DriverSpec(driver="a:b", mcp="srv"))
+
+
+def test_a_time_bound_does_not_count_a_server_start(tmp_path):
+    # The bounded call of each clause comes after a positive control, so an implementation
+    # that takes longer than the bound to start (a server started on first use) is judged
+    # on the call the bound is about. The mutants that hang on symlink loops still fail
+    # these clauses (tests/mutants/targets.py).
+    clauses = "LIST-013 or LIST-014 or GLOB-014 or GREP-016"
+    result = run_cli(
+        "check", "--driver", "slow_start_driver:factory", "-k", clauses, "-n", "2",
+        "--report", "out.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert outcomes(tmp_path / "out.json") == dict.fromkeys(
+        ["LIST-013", "LIST-014", "GLOB-014", "GREP-016"], "PASS"
+    ), result.stdout[-3000:]
+
+
+def test_processes_that_start_on_first_use_race_from_one_moment(tmp_path):
+    # Each racy driver starts 1.5 s after the one before it; started on first use (after
+    # the start barrier), their edits would never overlap and LOCK-003 would pass them.
+    result = run_cli(
+        "check", "--driver", "slow_start_driver:racy_factory", "-k", "LOCK-003",
+        "--report", "out.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert outcomes(tmp_path / "out.json") == {"LOCK-003": "FAIL"}, result.stdout[-3000:]
