@@ -137,6 +137,8 @@ def serve_mutant(tmp_path: Path, name: str) -> str:
     return f"{sys.executable} {script} {name} {{root}} --state-dir {{state_dir}}"
 
 
+SERVE = f"{sys.executable} -m editspec.spec.cli serve {{root}} --state-dir {{state_dir}}"
+
 # -- running the suite ------------------------------------------------------------------------
 
 
