@@ -58,8 +58,25 @@ def _verdict(report: Any, *, strays: bool) -> None:
     side file); when no kill landed inside the operation the harness could not test, and
     the clause is INCONCLUSIVE (DESIGN §7), neither PASS nor FAIL."""
     table = report.format()
-    bad = [run for run in report.runs if run.problems or (run.judgement.strays and not strays)]
-    assert not bad, f"{len(bad)} of {len(report.runs)} kills broke the files:\n{table}"
+    bad = [
+        run
+        for run in report.runs
+        if run.problems or (run.judgement is not None and run.judgement.strays and not strays)
+    ]
+    if bad:
+        # What the disk held, first: a long table of kill sites may be cut short in a report.
+        kinds: dict[str, int] = {}
+        for run in bad:
+            judgement = run.judgement
+            if run.restart_error or judgement is None:
+                kind = "restart failed"
+            else:
+                kind = "strays" if judgement.atomic else judgement.state
+            kinds[kind] = kinds.get(kind, 0) + 1
+        summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        raise AssertionError(
+            f"{len(bad)} of {len(report.runs)} kills broke the files ({summary}):\n{table}"
+        )
     if not report.during():
         inconclusive(f"no kill landed inside the operation:\n{table}")
 
