@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -100,10 +101,20 @@ class Peer:
         return self.prefix(cache) / "venv" / "bin" / "python"
 
     def install(self, cache: Path, *, log: Any = print) -> None:
-        """Install the pinned version into the cache (npm or pip), unless it is there."""
-        if self.installed(cache):
-            return
+        """Install the pinned version into the cache (npm or pip), unless it is there.
+
+        One installer at a time per peer: a second caller (another process, or a thread)
+        waits on the peer's lock file and then finds the peer installed, instead of running
+        a second installer into the same prefix or using a half-installed one.
+        """
         prefix = self.prefix(cache)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        with open(prefix.parent / f"{prefix.name}.install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self.installed(cache):
+                self._install(cache, prefix, log)
+
+    def _install(self, cache: Path, prefix: Path, log: Any) -> None:
         prefix.mkdir(parents=True, exist_ok=True)
         spec = f"{self.package}@{self.version}" if self.registry == "npm" else ""
         if self.registry == "npm":

@@ -34,6 +34,7 @@ def traced(monkeypatch, tmp_path):
     return log
 
 
+@pytest.mark.download  # its CLI, when the peer cache lacks it
 def test_claude_code_file_tools_run_offline_with_loopback_traffic_only(traced, tmp_path):
     root, state = tmp_path / "ws", tmp_path / "state"
     root.mkdir()

@@ -168,3 +168,37 @@ def test_a_peer_with_its_own_python_installs_and_runs_through_its_child(tmp_path
         "FAIL",
         "missing-field",
     )
+
+
+def test_two_installers_of_one_peer_run_one_install_and_both_see_it_whole(
+    monkeypatch, tmp_path: Path
+) -> None:
+    import threading
+    import time
+
+    running: list[int] = []
+    overlapped: list[bool] = []
+
+    def run(command, **kwargs):
+        running.append(1)
+        overlapped.append(len(running) > 1)
+        time.sleep(0.2)  # long enough for the second installer to arrive meanwhile
+        running.pop()
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(catalog.subprocess, "run", run)
+    peer = Peer(name="p", title="t", version="1.0", kind="driver", registry="pypi",
+                package="pkg", driver="m:f")  # fmt: skip
+    seen: list[bool] = []
+
+    def install() -> None:
+        peer.install(tmp_path, log=lambda _: None)
+        seen.append(peer.installed(tmp_path))
+
+    threads = [threading.Thread(target=install) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlapped == [False], "one pip run, never two at once"
+    assert seen == [True, True]

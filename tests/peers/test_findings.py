@@ -11,7 +11,6 @@ when it is missing); every finding must have its write-up.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from editspec.spec.peers.catalog import cache_dir, load_catalog
+from tests.conftest import PREFETCH
 
 FINDINGS = Path(__file__).resolve().parents[2] / "peers" / "findings"
 # The catalog peer whose installed site a reproduction imports, by the script's prefix.
@@ -47,7 +47,7 @@ def _peer(script: Path) -> str:
 # The agent CLIs' reproductions install their pinned CLI when the peer cache lacks it (npm,
 # from the catalog's recipe, as `editspec peers run` and the Claude Code smoke test do), so
 # that a fresh machine runs them too; the others run where their peer is installed.
-INSTALLS = frozenset({"codex-apply-patch", "gemini-cli-core", "claude-code", "qwen-code-core"})
+INSTALLS = frozenset(PREFETCH)  # downloaded in the background from the start of the run
 SCRIPTS = sorted(FINDINGS.glob("*.py"))
 INSTALLED = [
     script
@@ -67,16 +67,19 @@ def test_every_finding_has_its_write_up_and_peer() -> None:
 
 
 @pytest.mark.slow  # an agent CLI's reproduction may install its CLI from npm first
-@pytest.mark.parametrize("script", INSTALLED, ids=[script.stem for script in INSTALLED])
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(script, marks=[pytest.mark.download] if _peer(script) in INSTALLS else [])
+        for script in INSTALLED
+    ],
+    ids=[script.stem for script in INSTALLED],
+)
 def test_reproduction_shows_the_defect(script: Path) -> None:
     peer = load_catalog()[_peer(script)]
-    if not peer.installed(cache_dir()):
-        # one installer per peer: pytest-xdist runs a peer's reproductions side by side
-        lock_path = peer.prefix(cache_dir()).with_suffix(".test-install.lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock_path, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            peer.install(cache_dir())  # does nothing when another worker just installed it
+    # under the peer's install lock: waits for an installer already running (another
+    # worker's, or the prefetch's of tests/peers/conftest.py), installs nothing when done
+    peer.install(cache_dir())
     env = peer.environment(cache_dir())
     # ripgrep from this environment (editspec's [rg] extra), for the tools that use it
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
