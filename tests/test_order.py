@@ -67,3 +67,41 @@ def test_the_prefetch_starts_only_for_runs_that_include_the_peer_tests(tmp_path)
     assert runs("tests") and runs("tests/peers") and runs("tests/peers/test_findings.py::x")
     assert not runs("tests/reference") and not runs("tests/peers/test_matrix.py")
     assert not runs("spec", "tests/mutants")
+
+
+def test_the_prefetch_installs_the_missing_peers_and_the_run_waits_for_them(monkeypatch) -> None:
+    from pathlib import Path
+
+    import tests.conftest as conftest
+    from editspec.spec.peers import catalog
+
+    installed: list[str] = []
+
+    class _Peer:
+        def __init__(self, name: str, present: bool) -> None:
+            self.name, self.present = name, present
+
+        def installed(self, cache: Path) -> bool:
+            return self.present
+
+        def install(self, cache: Path, log: Any = None) -> None:
+            import time
+
+            time.sleep(0.1)  # still running when configure returns
+            installed.append(self.name)
+
+    peers = {name: _Peer(name, present=(name == "claude-code")) for name in conftest.PREFETCH}
+    monkeypatch.setattr(catalog, "load_catalog", lambda: peers)
+    monkeypatch.setattr(catalog, "cache_dir", lambda: Path("cache"))
+    monkeypatch.setattr(conftest, "_runs_peer_tests", lambda config: True)
+    monkeypatch.setattr(conftest, "_prefetching", [])
+    monkeypatch.delenv("EDITSPEC_TEST_PREFETCH", raising=False)
+    config: Any = type("C", (), {})()  # the controller's: no workerinput
+    conftest.pytest_configure(config)
+    conftest.pytest_unconfigure(config)
+    assert sorted(installed) == sorted(set(conftest.PREFETCH) - {"claude-code"})
+    installed.clear()
+    config.workerinput = {}  # an xdist worker leaves the downloads to the controller
+    conftest.pytest_configure(config)
+    conftest.pytest_unconfigure(config)
+    assert installed == []
