@@ -41,6 +41,7 @@ from editspec.reference._errors import ToolError
 from editspec.reference._results import DeleteResult, ManifestItem
 from editspec.reference.snapshots._records import DIR_CONTENT, SnapshotEntry
 from editspec.reference.text._text import sha256_hex
+from editspec.reference.tools._delete_fallback import delete_tree_journaled
 from editspec.reference.tools._manifest import Tree, scan_tree
 from editspec.reference.tools._write import check_expected_sha256, check_message_id
 from editspec.reference.transactions import _intents, _quarantine
@@ -389,7 +390,7 @@ def _delete_tree(
                 _intents.remove(workspace, intent_id)
                 if exc.errno != errno.EXDEV:
                     raise _errors.from_oserror(exc, shown, action="delete") from exc
-                return _delete_tree_journaled(session, target, tree, restore_ref)
+                return delete_tree_journaled(session, target, tree, restore_ref, entries)
             warnings: list[str] = []
             try:
                 _intents.make_durable(workspace, target.real, quarantine, shown=shown)
@@ -437,64 +438,3 @@ def _put_back(
     fs.rename(quarantine, target.real)
     fs.fsync_dir(os.path.dirname(target.real))
     _intents.remove(workspace, intent_id)
-
-
-def _delete_tree_journaled(
-    session: SessionContext, target: WorkspacePath, tree: Tree, restore_ref: str
-) -> DeleteResult:
-    """EXDEV fallback: every file in one transaction, then the emptied directories."""
-    workspace = session.workspace
-    shown = target.logical_relative
-    files = sorted(tree.contents)
-    changes = [
-        PlannedChange(
-            op="delete",
-            target=workspace.resolve(os.path.join(target.real, name)),
-            old_bytes=tree.contents[name],
-        )
-        for name in files
-    ]
-    entries = tree_entries(target.relative, tree, moved_to=None)
-
-    def on_prepared(txn_id: str) -> None:
-        workspace.snapshots.record(session.id, restore_ref, entries, transaction_id=txn_id)
-
-    def on_committed(txn_id: str) -> None:
-        for name in files:
-            workspace.access.forget(session.id, os.path.join(target.real, name))
-        workspace.snapshots.confirm_transaction(txn_id)
-
-    txn_id = ""
-    if changes:
-        txn_id = commit(workspace, changes, on_prepared=on_prepared, on_committed=on_committed)
-    warnings = [
-        "the state directory is on another file system: the files were deleted in one "
-        "transaction and the directories removed after it"
-    ]
-    others = [item for item in tree.items if item.type in ("symlink", "other")]
-    for item in others:
-        try:
-            workspace.fs.unlink(os.path.join(target.real, item.path))
-        except OSError as exc:
-            warnings.append(f"{shown}/{item.path} was not removed: {exc}")
-    directories = [item.path for item in tree.items if item.type == "dir"]
-    deepest_first = sorted(directories, key=lambda name: name.count("/"), reverse=True)
-    for relative in [*deepest_first, ""]:
-        real = os.path.join(target.real, relative) if relative else target.real
-        try:
-            workspace.fs.rmdir(real)
-            workspace.fs.fsync_dir(os.path.dirname(real))
-        except OSError as exc:
-            warnings.append(f"the directory {real} was not removed: {exc}")
-    return DeleteResult(
-        path=shown,
-        kind="tree",
-        items=tree.items,
-        old_sha256=None,
-        manifest_sha256=tree.manifest_sha256,
-        restore_ref=restore_ref if entries else None,
-        quarantine=None,
-        snapshot_created=bool(entries),
-        transaction_id=txn_id,
-        warnings=tuple(warnings),
-    )

@@ -18,8 +18,11 @@ steps, reported as ``atomic: False`` with each step's outcome: ``copy`` (an excl
 temp file beside the destination, linked into place: no clobber), ``fsync`` (its data
 and the destination directory), ``verify`` (read back, same sha256 as the source),
 ``delete_source`` (unlink, fsync the source directory). A failure before
-``delete_source`` completes removes the copy again and raises with ``details``
-``completed``, ``pending`` and ``rolled_back``. A directory across file systems is
+``delete_source`` completes removes the copy again, synced, and raises with
+``details`` ``completed``, ``pending`` and ``rolled_back`` (NEEDS_RECOVERY when that
+removal cannot be synced); a source removal that cannot be synced is undone (the
+source made again, the copy removed: IO_ERROR). The copy is named after the move's
+intent, so recovery finds one a crash left. A directory across file systems is
 UNSUPPORTED.
 
 The move is recorded as a snapshot (the caller's ``message_id`` or ``move-<id>``):
@@ -30,14 +33,13 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from editspec.reference import _errors
 from editspec.reference._errors import ToolError
 from editspec.reference._results import MoveResult, MoveStep
 from editspec.reference.snapshots._records import SnapshotEntry
 from editspec.reference.tools import _no_clobber
-from editspec.reference.tools._atomic import temp_path_for
 from editspec.reference.tools._delete import (
     check_fresh,
     check_tree,
@@ -218,9 +220,13 @@ def _move(
                 raise _errors.from_oserror(exc, shown, action="move") from exc
             assert data is not None
             try:
-                steps, warnings = _move_across(workspace, src, dst, data, mode)
+                steps, warnings = _move_across(workspace, src, dst, data, mode, intent_id)
             except BaseException as failure:
-                if isinstance(failure, Exception):
+                # NEEDS_RECOVERY keeps the intent: recovery settles by what the disk holds.
+                undecided = isinstance(failure, ToolError) and (
+                    failure.code == _errors.NEEDS_RECOVERY
+                )
+                if isinstance(failure, Exception) and not undecided:
                     _abandon(workspace, intent_id, created, snapshot)
                 raise
         else:
@@ -300,9 +306,20 @@ def _update_access(
 
 
 def _move_across(
-    workspace: WorkspaceContext, src: WorkspacePath, dst: WorkspacePath, data: bytes, mode: int
+    workspace: WorkspaceContext,
+    src: WorkspacePath,
+    dst: WorkspacePath,
+    data: bytes,
+    mode: int,
+    intent_id: str,
 ) -> tuple[tuple[MoveStep, ...], list[str]]:
-    """EXDEV: copy, fsync, verify by hash, delete the source; each step reported."""
+    """EXDEV: copy, fsync, verify by hash, delete the source; each step reported.
+
+    The copy is written beside the destination under the intent's name
+    (``_intents.copy_path``), so recovery removes one a crash left; a crash after the
+    link leaves the source beside a verified copy, whose name recovery removes
+    (all-before). The source's removal is synced; if that fails it is undone
+    (``_source_not_durable``): never a success a power cut takes back."""
     from editspec.reference.text._text import sha256_hex
 
     fs = workspace.fs
@@ -311,7 +328,7 @@ def _move_across(
         f"{src.logical_relative} and {dst.logical_relative} are on different file systems: "
         "moved by copy, verify and delete, not by one atomic rename"
     ]
-    temp = temp_path_for(dst.real)
+    temp = _intents.copy_path(dst.real, intent_id)
     published = False
     step = "copy"
     try:
@@ -336,14 +353,23 @@ def _move_across(
         step = "delete_source"
         fs.unlink(src.real)
     except OSError as exc:
-        rolled_back = _remove_copy(workspace, temp, dst.real if published else None, data)
+        rolled_back, durable = _remove_copy(workspace, temp, dst.real if published else None, data)
         pending = [name for name in STEPS_ACROSS if name not in done]
         code = _errors.ALREADY_EXISTS if exc.errno == errno.EEXIST else _errors.IO_ERROR
+        shown = src.logical_relative
+        message = (
+            f"moving {shown} to {dst.logical_relative} across file systems failed at "
+            f"{step}: {exc.strerror or exc}"
+        )
+        if not durable:
+            # The copy may stay, or come back after a power cut: recovery removes it.
+            code = _errors.NEEDS_RECOVERY
+            message += "; its copy could not be removed durably: call recover()"
+            workspace.mark_needs_recovery(f"{shown}: a copy of it is left at {dst.real}")
         raise ToolError(
             code,
-            f"moving {src.logical_relative} to {dst.logical_relative} across file systems "
-            f"failed at {step}: {exc.strerror or exc}",
-            path=src.logical_relative,
+            message,
+            path=shown,
             errno=exc.errno,
             completed=["link: EXDEV", *done],
             pending=pending,
@@ -353,7 +379,7 @@ def _move_across(
     try:
         fs.fsync_dir(os.path.dirname(src.real))
     except OSError as exc:
-        warnings.append(f"the directory of {src.logical_relative} could not be synced: {exc}")
+        _source_not_durable(workspace, src, dst, data, mode, intent_id, exc)
     steps = [MoveStep(step="link", outcome=f"failed: {errno.errorcode[errno.EXDEV]}")]
     steps.extend(MoveStep(step=name, outcome="done") for name in STEPS_ACROSS)
     return tuple(steps), warnings
@@ -361,12 +387,15 @@ def _move_across(
 
 def _remove_copy(
     workspace: WorkspaceContext, temp: str, published: str | None, data: bytes
-) -> bool:
-    """Undo a partial cross-device copy; True when nothing of it is left."""
+) -> tuple[bool, bool]:
+    """Undo a partial cross-device copy: whether nothing of it is left (a destination
+    with other bytes is another writer's, left alone), and whether its removal is
+    synced (False: the copy may come back after a power cut)."""
     from editspec.reference.text._text import sha256_hex
 
     fs = workspace.fs
     clean = True
+    removed = False
     for path in (temp, published):
         if path is None:
             continue
@@ -375,8 +404,72 @@ def _remove_copy(
                 clean = False  # not our bytes: another writer's file, left alone
                 continue
             fs.unlink(path)
+            removed = True
         except FileNotFoundError:
             continue
         except OSError:
-            clean = False
-    return clean
+            return False, False
+    if removed:
+        try:
+            fs.fsync_dir(os.path.dirname(temp))
+        except OSError:
+            return False, False
+    return clean, True
+
+
+def _source_not_durable(
+    workspace: WorkspaceContext,
+    src: WorkspacePath,
+    dst: WorkspacePath,
+    data: bytes,
+    mode: int,
+    intent_id: str,
+    cause: OSError,
+) -> NoReturn:
+    """The source's removal could not be synced, so a power cut may bring it back beside
+    its copy, and a second fsync would prove nothing. Undone by new, synced steps: the
+    source made again from its bytes (a copy beside it, linked into place), then the
+    copy at the destination removed: IO_ERROR, nothing changed. If that cannot be made
+    durable either: NEEDS_RECOVERY (the intent stays; recovery removes the destination
+    while the source exists), never success (MOVE-*)."""
+    fs = workspace.fs
+    shown = src.logical_relative
+    why = cause.strerror or str(cause)
+    details = {
+        "errno": cause.errno,
+        "completed": ["link: EXDEV", *STEPS_ACROSS],
+        "pending": [],
+    }
+    try:
+        copy = _intents.copy_path(src.real, intent_id)
+        fd = fs.create_exclusive(copy, 0o600)
+        try:
+            fs.write(fd, data)
+            fs.fchmod(fd, mode)
+            fs.fsync(fd)
+        finally:
+            fs.close(fd)
+        fs.link(copy, src.real)  # no clobber: EEXIST if another writer made it meanwhile
+        fs.unlink(copy)
+        fs.fsync_dir(os.path.dirname(src.real))
+        fs.unlink(dst.real)
+        fs.fsync_dir(os.path.dirname(dst.real))
+    except OSError as exc:
+        workspace.mark_needs_recovery(f"{shown}: its removal could not be made durable ({why})")
+        raise ToolError(
+            _errors.NEEDS_RECOVERY,
+            f"{shown} was copied to {dst.logical_relative} and removed, but its removal "
+            f"could not be synced ({why}) and neither could its undo ({exc.strerror or exc}); "
+            "after a power loss both may exist: call recover()",
+            path=shown,
+            rolled_back=False,
+            **details,
+        ) from cause
+    raise ToolError(
+        _errors.IO_ERROR,
+        f"moving {shown} to {dst.logical_relative} across file systems: the removal of "
+        f"{shown} could not be synced ({why}); the move was undone, nothing is changed",
+        path=shown,
+        rolled_back=True,
+        **details,
+    ) from cause

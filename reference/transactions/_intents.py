@@ -24,11 +24,16 @@ due intent is made once the journal's backups have left the directories.
 
 Theory of operation (``settle``, called by ``recover`` under the exclusive guard)
 -------------------------------------------------------------------------------
-For each intent: if the rename happened (``source`` is gone and ``dest`` exists), the
-pending snapshot is confirmed; otherwise it is discarded. A file move publishes by
+For each intent: if the rename happened (a delete: its quarantine entry exists, whatever
+is at ``source`` now; a move: ``source`` is gone and ``dest`` exists), the pending
+snapshot is confirmed; otherwise it is discarded. A file move publishes by
 link then unlink (``tools._no_clobber``): cut off between the two, ``source`` and
 ``dest`` are one file under two names, and the ``dest`` name is removed first, so it
-is discarded too (all-before). Then the intent is removed.
+is discarded too (all-before). A file moved across file systems (EXDEV) is copied
+under the intent's name beside the destination (``copy_path``) and linked into place:
+such a copy is removed, and a destination holding exactly the source's bytes beside a
+source still there is that copy linked, so its name goes too (all-before). Then the
+intent is removed.
 Both are idempotent, so a crash during recovery is repaired by the next one.
 
 Layout: ``<state_dir>/quarantine/<root_hash>/`` holds the intents
@@ -61,6 +66,7 @@ INTENT_ID = re.compile(r"[qmr][0-9a-f]{32}")
 _INTENT_NAME = re.compile(r"([qmr][0-9a-f]{32})\.intent\.json")
 _TEMP_NAME = re.compile(r"\.[qmr][0-9a-f]{32}\.intent\.tmp")
 QUARANTINE = "<quarantine>"
+_COPY_NAME_BUDGET = 200  # bytes of a name kept in its copy's name (NAME_MAX is 255)
 
 
 def new_id(op: str) -> str:
@@ -198,6 +204,15 @@ def confirm(workspace: WorkspaceContext, intent_id: str, *, snapshot: bool) -> t
     return ()
 
 
+def copy_path(path: str, intent_id: str) -> str:
+    """Where a Move across file systems writes a copy of ``path`` (absolute) before it
+    links the copy into place: beside it, named by the intent, so recovery finds and
+    removes a copy a crash left behind."""
+    directory, name = os.path.split(path)
+    kept = os.fsdecode(os.fsencode(name)[:_COPY_NAME_BUDGET])
+    return os.path.join(directory, f".{kept}.{intent_id}.copy")
+
+
 def ensure_dir(workspace: WorkspaceContext, directory: str) -> None:
     """``makedirs``, each new directory made durable in its parent (a power cut must not
     lose the directory an intent or a quarantined tree lives in)."""
@@ -251,6 +266,7 @@ def settle(workspace: WorkspaceContext) -> list[str]:
             continue
         store = workspace.snapshots
         if str(body.get("op")) == "move":
+            _remove_copies(workspace, intent_id, source, dest)
             _unlink_second_name(workspace, source, dest)
         if _renamed(workspace, intent_id, source, dest):
             store.confirm_transaction(intent_id)
@@ -294,31 +310,61 @@ def _settle_restore(
     return True
 
 
+def _inside(workspace: WorkspaceContext, relative: str) -> str | None:
+    """The absolute path of a root-relative name an intent holds; None if it is not one."""
+    path = os.path.normpath(os.path.join(workspace.root, relative))
+    if os.path.isabs(relative) or not path.startswith(workspace.root + os.sep):
+        return None
+    return path
+
+
+def _remove_copies(workspace: WorkspaceContext, intent_id: str, source: str, dest: str) -> None:
+    """The copies a Move across file systems writes (``copy_path``) before linking them
+    into place, at the destination or (undoing) at the source: a crash can leave one."""
+    fs = workspace.fs
+    for relative in (source, dest):
+        path = _inside(workspace, relative)
+        if path is None:
+            continue
+        copy = copy_path(path, intent_id)
+        try:
+            if not stat.S_ISREG(fs.lstat(copy).st_mode):
+                continue
+            fs.unlink(copy)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        fs.fsync_dir(os.path.dirname(copy))
+
+
 def _unlink_second_name(workspace: WorkspaceContext, source: str, dest: str) -> None:
-    """A move cut off between its link and its unlink left one file with both names:
-    the destination name goes (all-before). Nothing else is touched."""
-    root, fs = workspace.root, workspace.fs
-    source_path = os.path.normpath(os.path.join(root, source))
-    dest_path = os.path.normpath(os.path.join(root, dest))
-    inside = [path.startswith(root + os.sep) for path in (source_path, dest_path)]
-    if os.path.isabs(source) or os.path.isabs(dest) or not all(inside):
+    """A move cut off between its link and its unlink left one file with both names
+    (or, across file systems, the source beside its verified copy): the destination
+    name goes (all-before). Nothing else is touched: a destination with other bytes
+    stays."""
+    fs = workspace.fs
+    source_path, dest_path = _inside(workspace, source), _inside(workspace, dest)
+    if source_path is None or dest_path is None:
         return
     try:
         first, second = fs.lstat(source_path), fs.lstat(dest_path)
     except (FileNotFoundError, NotADirectoryError):
         return
-    if not (os.path.samestat(first, second) and stat.S_ISREG(first.st_mode)):
+    if not (stat.S_ISREG(first.st_mode) and stat.S_ISREG(second.st_mode)):
         return
+    if not os.path.samestat(first, second):
+        if first.st_size != second.st_size:
+            return
+        if fs.read_bytes(source_path) != fs.read_bytes(dest_path):
+            return
     fs.unlink(dest_path)
     fs.fsync_dir(os.path.dirname(dest_path))
 
 
 def _remove_created(workspace: WorkspaceContext, created: list[str]) -> None:
     """The directories an interrupted move made for its destination, deepest first."""
-    root = workspace.root
     for relative in reversed(created):
-        path = os.path.normpath(os.path.join(root, relative))
-        if os.path.isabs(relative) or not path.startswith(root + os.sep):
+        path = _inside(workspace, relative)
+        if path is None:
             continue
         try:
             workspace.fs.rmdir(path)  # only an empty one: anything put there since stays
@@ -328,16 +374,16 @@ def _remove_created(workspace: WorkspaceContext, created: list[str]) -> None:
 
 
 def _renamed(workspace: WorkspaceContext, intent_id: str, source: str, dest: str) -> bool:
-    root, fs = workspace.root, workspace.fs
-    if os.path.isabs(source) or os.path.isabs(dest):
+    fs = workspace.fs
+    source_path = _inside(workspace, source)
+    if source_path is None:
         return False  # an intent names paths relative to the root only
-    source_path = os.path.normpath(os.path.join(root, source))
     if dest == QUARANTINE:
-        dest_path = os.path.join(quarantine_dir(workspace), intent_id)
-    else:
-        dest_path = os.path.normpath(os.path.join(root, dest))
-        if not dest_path.startswith(root + os.sep):
-            return False
-    if not source_path.startswith(root + os.sep):
+        # Only the commit rename makes the quarantine entry of this id, so it decides
+        # alone: a new entry at the old name (another process, right after the rename)
+        # must not discard the snapshot of a tree that did leave.
+        return fs.lexists(os.path.join(quarantine_dir(workspace), intent_id))
+    dest_path = _inside(workspace, dest)
+    if dest_path is None:
         return False
     return not fs.lexists(source_path) and fs.lexists(dest_path)
