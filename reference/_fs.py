@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno as _errno
+import itertools
 import os
 import stat as _stat
 import sys
@@ -458,15 +459,12 @@ def default_state_dir() -> str:
 
 
 def makedirs(fs: FileSystem, path: str, mode: int = 0o700) -> list[str]:
-    """Create ``path`` and its missing parents through the port; return those created, top first."""
-    missing: list[str] = []
-    current = path
-    while not fs.lexists(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
+    """Create ``path`` (absolute) and its missing parents through the port; return those
+    created, top first."""
+    ancestors = [path]  # the path and every parent up to the file system root
+    while (parent := os.path.dirname(ancestors[-1])) != ancestors[-1]:
+        ancestors.append(parent)
+    missing = list(itertools.takewhile(lambda directory: not fs.lexists(directory), ancestors))
     created: list[str] = []
     for directory in reversed(missing):
         try:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import signal
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 
+from editspec.reference import _fs
 from editspec.reference._fs import (
     MUTATING,
     NOREPLACE_UNAVAILABLE,
@@ -215,6 +219,96 @@ def test_makedirs_returns_what_it_created_top_first(port: FileSystem, tmp_path: 
     created = makedirs(port, str(tmp_path / "a" / "b" / "c"))
     assert created == [str(tmp_path / "a" / "b"), str(tmp_path / "a" / "b" / "c")]
     assert makedirs(port, str(tmp_path / "a" / "b" / "c")) == []
+
+
+def test_makedirs_skips_a_directory_another_process_creates_meanwhile(tmp_path: Path) -> None:
+    racing = str(tmp_path / "a" / "b")
+
+    class Racing(FileSystem):
+        def mkdir(self, path: str, mode: int = 0o777) -> None:
+            if path == racing:
+                os.mkdir(racing)  # the other process wins: EEXIST for this one
+            super().mkdir(path, mode)
+
+    created = makedirs(Racing(), str(tmp_path / "a" / "b" / "c"))
+    assert created == [str(tmp_path / "a"), str(tmp_path / "a" / "b" / "c")]
+    assert (tmp_path / "a" / "b" / "c").is_dir()
+
+
+def _lowest_free_descriptor() -> int:
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.close(fd)
+    return fd
+
+
+def test_open_append_refuses_a_fifo_and_closes_what_it_opened(
+    port: FileSystem, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # so opening it to write never blocks
+    try:
+        free = _lowest_free_descriptor()
+        with pytest.raises(IsADirectoryError):
+            port.open_append(str(fifo))
+        assert _lowest_free_descriptor() == free
+    finally:
+        os.close(reader)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_a_lock_wait_interrupted_by_a_signal_leaves_no_descriptor(
+    port: FileSystem, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "l.lock")
+    held = port.lock_file(path)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        free = _lowest_free_descriptor()
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(_Interrupted):
+            port.lock_file(path)  # blocks on the lock held above until the signal
+        assert _lowest_free_descriptor() == free
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    port.unlock(held)
+    port.unlock(port.lock_file(path))  # nothing else holds it
+
+
+class _OldLibc:
+    """A C library without ``renameat2`` (glibc before 2.28)."""
+
+
+@pytest.mark.parametrize("where", ["another platform", "no C library", "an old C library"])
+def test_without_renameat2_rename_noreplace_says_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    if where == "another platform":
+        monkeypatch.setattr(sys, "platform", "darwin")
+    elif where == "no C library":
+        monkeypatch.setattr(ctypes, "CDLL", lambda *args, **kwargs: _raise(OSError("no libc")))
+    else:
+        monkeypatch.setattr(ctypes, "CDLL", lambda *args, **kwargs: _OldLibc())
+    probed = _fs._load_renameat2()
+    assert probed is None
+    monkeypatch.setattr(_fs, "_RENAMEAT2", probed)
+    (tmp_path / "a").write_bytes(b"a")
+    with pytest.raises(OSError) as caught:
+        FileSystem().rename_noreplace(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert caught.value.errno in NOREPLACE_UNAVAILABLE  # the caller's cue to fall back
+    assert sorted(os.listdir(tmp_path)) == ["a"]
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 def test_lock_file_is_exclusive_across_descriptions(port: FileSystem, tmp_path: Path) -> None:

@@ -617,3 +617,140 @@ def test_writes_through_random_trees_change_nothing_outside_the_root(
         assert {name: _snapshot(base / name) for name in outside} == outside
     finally:
         shutil.rmtree(base)
+
+
+# -- failures of the port during a walk -------------------------------------------------
+
+
+class _RefusingFileSystem(FileSystem):
+    """A port that refuses ``name`` calls on exactly ``path`` (EACCES unless told)."""
+
+    def __init__(self, name: str, path: str, error: int = errno.EACCES) -> None:
+        super().__init__()
+        self.name, self.path, self.error = name, path, error
+
+    def _check(self, name: str, path: str) -> None:
+        if name == self.name and path == self.path:
+            raise OSError(self.error, os.strerror(self.error), path)
+
+    def lstat(self, path: str) -> os.stat_result:
+        self._check("lstat", path)
+        return super().lstat(path)
+
+    def listdir(self, path: str) -> list[str]:
+        self._check("listdir", path)
+        return super().listdir(path)
+
+    def readlink(self, path: str) -> str:
+        self._check("readlink", path)
+        return super().readlink(path)
+
+
+def test_a_root_removed_after_the_workspace_opened_is_not_found(
+    workspace: Workspace, root: Path
+) -> None:
+    (root / "a.txt").write_bytes(b"a")
+    assert resolve(workspace, "a.txt").exists
+    (root / "a.txt").unlink()
+    root.rmdir()
+    with pytest.raises(ToolError) as info:
+        resolve(workspace, "a.txt")
+    assert info.value.code == "NOT_FOUND"
+    assert "open workspace root" in info.value.message
+
+
+def test_a_directory_that_cannot_be_listed_keeps_the_typed_spelling(
+    root: Path, state_dir: Path
+) -> None:
+    name = "caf\u00e9.txt"  # not ASCII: its stored spelling is looked up in the listing
+    (root / "d").mkdir()
+    (root / "d" / name).write_bytes(b"x")
+    workspace = Workspace(root, state_dir, fs=_RefusingFileSystem("listdir", str(root / "d")))
+    result = resolve(workspace, f"d/{name}")
+    assert (result.real, result.exists, result.kind) == (str(root / "d" / name), True, "file")
+
+
+def test_a_twin_that_cannot_be_inspected_is_not_taken_for_the_stored_spelling(
+    root: Path, state_dir: Path
+) -> None:
+    stored = unicodedata.normalize("NFD", "caf\u00e9.txt")
+    typed = unicodedata.normalize("NFC", stored)
+    (root / stored).write_bytes(b"x")
+
+    class Refusing(_NormalizingFileSystem):
+        def lstat(self, path: str) -> os.stat_result:
+            if path == str(root / stored):
+                raise PermissionError(errno.EACCES, "Permission denied", path)
+            return super().lstat(path)
+
+    assert resolve(Workspace(root, state_dir, fs=_NormalizingFileSystem()), typed).real == str(
+        root / stored
+    )  # the positive control: the twin is the stored spelling
+    result = resolve(Workspace(root, state_dir, fs=Refusing()), typed)
+    assert (result.real, result.exists) == (str(root / typed), True)
+
+
+def test_a_symlink_that_cannot_be_read_is_an_io_error(root: Path, state_dir: Path) -> None:
+    (root / "d").mkdir()
+    (root / "link").symlink_to("d", target_is_directory=True)
+    workspace = Workspace(root, state_dir, fs=_RefusingFileSystem("readlink", str(root / "link")))
+    with pytest.raises(ToolError) as info:
+        resolve(workspace, "link/new.txt")
+    assert info.value.code == "IO_ERROR"
+    assert info.value.details["errno"] == errno.EACCES
+    assert resolve(workspace, "d/new.txt").real == str(root / "d" / "new.txt")
+
+
+def test_a_refusal_on_the_way_from_outside_is_reported_as_outside(
+    root: Path, state_dir: Path, tmp_path: Path
+) -> None:
+    """An absolute path walks the root's ancestors first; a refusal off that way is not
+    an I/O error of the workspace (that would tell what exists outside)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    plain = Workspace(root, state_dir)
+    assert _code(plain, str(elsewhere / "f.txt")) == "OUTSIDE_WORKSPACE"  # the control
+    workspace = Workspace(root, state_dir, fs=_RefusingFileSystem("lstat", str(elsewhere)))
+    with pytest.raises(ToolError) as info:
+        resolve(workspace, str(elsewhere / "f.txt"))
+    assert info.value.code == "OUTSIDE_WORKSPACE"
+    with pytest.raises(ToolError) as top:
+        resolve(Workspace(root, state_dir, fs=_RefusingFileSystem("lstat", os.sep)), os.sep)
+    assert top.value.code == "OUTSIDE_WORKSPACE"
+
+
+def test_a_root_refused_after_a_link_up_to_it_is_an_io_error(root: Path, state_dir: Path) -> None:
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to("..", target_is_directory=True)
+    (root / "a.txt").write_bytes(b"a")
+
+    class RefusesTheRootOnce(FileSystem):
+        """The root is inspected when a resolution starts; the next look at it fails."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen = 0
+
+        def lstat(self, path: str) -> os.stat_result:
+            if path == str(root):
+                self.seen += 1
+                if self.seen == 2:
+                    raise PermissionError(errno.EACCES, "Permission denied", path)
+            return super().lstat(path)
+
+    fs = RefusesTheRootOnce()
+    workspace = Workspace(root, state_dir, fs=fs)
+    fs.seen = 0
+    with pytest.raises(ToolError) as info:
+        resolve(workspace, "sub/up/a.txt")
+    assert info.value.code == "IO_ERROR"
+    assert info.value.details["errno"] == errno.EACCES
+    assert resolve(workspace, "sub/up/a.txt").real == str(root / "a.txt")
+
+
+def test_a_leading_double_slash_is_the_file_system_root(workspace: Workspace, root: Path) -> None:
+    (root / "a.txt").write_bytes(b"a")
+    doubled = "/" + str(root / "a.txt")
+    assert os.path.normpath(doubled).startswith("//")  # POSIX keeps it
+    result = resolve(workspace, doubled)
+    assert (result.relative, result.logical) == ("a.txt", str(root / "a.txt"))

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
 from editspec.fault_injection import CrashAt, FaultyFileSystem, SimulatedCrash
-from editspec.reference import ToolError, Workspace
+from editspec.reference import FileSystem, ToolError, Workspace
 
 
 def _state(root: Path) -> dict[str, object]:
@@ -144,3 +145,159 @@ def test_a_crash_at_any_step_of_the_rewind_recovers_to_before_or_after(
         if not crashed:
             break
     assert sides["before"] > 0 and sides["after"] > 1, sides
+
+
+class _FailsOn(FileSystem):
+    """Once ``armed``, every ``name`` call on ``path`` fails with ``error``."""
+
+    def __init__(self, name: str, path: Path, error: int = errno.EACCES) -> None:
+        super().__init__()
+        self.name, self.path, self.error = name, os.path.realpath(path), error
+        self.armed = False
+
+    def _check(self, name: str, path: str) -> None:
+        if self.armed and name == self.name and path == self.path:
+            raise OSError(self.error, "injected", path)
+
+    def listdir(self, path: str) -> list[str]:
+        self._check("listdir", path)
+        return super().listdir(path)
+
+    def lstat(self, path: str) -> os.stat_result:
+        self._check("lstat", path)
+        return super().lstat(path)
+
+
+def test_a_path_that_was_a_directory_and_then_a_file_is_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _make_tree(root, with_files=False)
+    workspace = Workspace(root, tmp_path / "state")
+    _delete_tree(workspace, "m")
+    session = workspace.session("s")
+    session.write("pkg/empty", "a file where a directory was\n", message_id="m2")
+    after = _state(root)
+    with pytest.raises(ToolError) as caught:
+        session.rewind("m")
+    assert caught.value.code == "CONFLICT"
+    assert caught.value.details["path"] == "pkg/empty"
+    assert "a file in one change and a directory or link in another" in caught.value.message
+    assert _state(root) == after
+    session.rewind("m2")  # each change alone still rewinds
+    assert _state(root) == {"pkg": "dir"}
+
+
+def test_a_file_where_the_deleted_tree_was_is_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _make_tree(root, with_files=False)
+    workspace = Workspace(root, tmp_path / "state")
+    _delete_tree(workspace)
+    (root / "pkg").write_bytes(b"someone else's file\n")
+    with pytest.raises(ToolError) as caught:
+        workspace.session("s").rewind("m")
+    assert caught.value.code == "CONFLICT"
+    assert "changed after this session last changed it" in caught.value.message
+    assert _state(root) == {"pkg": b"someone else's file\n"}
+
+
+def test_a_parent_that_now_leads_elsewhere_is_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "pkg" / "sub" / "deeper").mkdir(parents=True)
+    workspace = Workspace(root, tmp_path / "state")
+    session = workspace.session("s")
+    digest = session.manifest("pkg/sub").manifest_sha256
+    session.delete("pkg/sub", kind="tree", manifest_sha256=digest, message_id="m")
+    (root / "pkg").rename(root / "other")
+    os.symlink("other", root / "pkg")
+    after = _state(root)
+    with pytest.raises(ToolError) as caught:
+        session.rewind("m")
+    assert caught.value.code == "CONFLICT"
+    assert "the path now leads to other" in caught.value.message
+    assert _state(root) == after == {"other": "dir", "pkg": ("link", "other")}
+
+
+def test_a_tree_moved_there_and_back_rewinds_to_no_change(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _make_tree(root)
+    before = _state(root)
+    workspace = Workspace(root, tmp_path / "state")
+    session = workspace.session("s")
+    digest = session.manifest("pkg").manifest_sha256
+    session.move("pkg", "lib", manifest_sha256=digest, message_id="m1")
+    back = session.manifest("lib").manifest_sha256
+    session.move("lib", "pkg", manifest_sha256=back, message_id="m2")
+    assert _state(root) == before
+    result = session.rewind("m1")
+    assert result.restored == ()
+    assert _state(root) == before
+    assert session.rewind("m2").restored == ()  # undone with m1 already
+    assert _state(root) == before
+
+
+def test_a_directory_the_session_replaced_by_a_symlink_is_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _make_tree(root, with_files=False)
+    workspace = Workspace(root, tmp_path / "state")
+    session = workspace.session("s")
+    _delete_tree(workspace, "m1")
+    (root / "other").mkdir()
+    os.symlink("elsewhere", root / "other" / "empty")
+    digest = session.manifest("other").manifest_sha256
+    session.move("other", "pkg", manifest_sha256=digest, message_id="m2")
+    after = _state(root)
+    with pytest.raises(ToolError) as caught:
+        session.rewind("m1")  # pkg/empty: a directory before m1, a symlink after m2
+    assert caught.value.code == "CONFLICT"
+    assert caught.value.details["path"] == "pkg/empty"
+    assert "something else is there now" in caught.value.message
+    assert _state(root) == after
+
+
+def test_a_directory_that_cannot_be_listed_stops_the_rewind_before_any_change(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _make_tree(root)
+    before = _state(root)
+    fs = _FailsOn("listdir", root / "lib")
+    workspace = Workspace(root, tmp_path / "state", fs=fs)
+    session = workspace.session("s")
+    digest = session.manifest("pkg").manifest_sha256
+    session.move("pkg", "lib", manifest_sha256=digest, message_id="m")
+    after = _state(root)
+    fs.armed = True
+    with pytest.raises(ToolError) as caught:
+        session.rewind("m")
+    assert caught.value.code == "IO_ERROR"
+    assert caught.value.details["errno"] == errno.EACCES
+    assert caught.value.details["path"] == "lib"
+    assert _state(root) == after
+    fs.armed = False
+    session.rewind("m")
+    assert _state(root) == before
+
+
+def test_an_entry_that_cannot_be_inspected_stops_the_rewind_before_any_change(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _make_tree(root)
+    before = _state(root)
+    fs = _FailsOn("lstat", root / "pkg" / "empty")
+    workspace = Workspace(root, tmp_path / "state", fs=fs)
+    _delete_tree(workspace)
+    fs.armed = True
+    with pytest.raises(ToolError) as caught:
+        workspace.session("s").rewind("m")
+    assert caught.value.code == "IO_ERROR"
+    assert caught.value.details["path"] == "pkg/empty"
+    assert _state(root) == {}
+    fs.armed = False
+    workspace.session("s").rewind("m")
+    assert _state(root) == before
