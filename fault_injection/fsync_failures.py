@@ -11,13 +11,24 @@ leaves every file as it was), and either for NEEDS_RECOVERY, which claims neithe
 ``check_fsync_failure`` returns the outcome, the number of states and one
 ``checks.Verdict`` finding per failing state: a scenario with a ``power_loss`` fault
 carrying ``fail_at``, which ``editspec replay`` re-runs.
+
+``check_recovered_after_kill`` is the same question asked of recovery: the step is
+killed (``crash_at``, optionally after a failed call), so it answers nothing; fresh
+workspaces recover before any power cut (one of them may have a call fail), their
+calls recorded into the step's trace, so the model knows what an fsync that failed
+before them covered; then the power is cut at every point from the kill on. Each
+state, recovered once more, must be all-before or all-after, and once the last
+recovery has returned, what it left: a recovery that finished on the strength of a
+retried fsync (a record it read from the page cache, "committed" only there) is
+caught.
 """
 
 from __future__ import annotations
 
 import errno as _errno
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -38,7 +49,7 @@ from editspec.fault_injection.powerloss import (
     TraceRecorder,
     power_loss_states,
 )
-from editspec.fault_injection.runner import Sandbox
+from editspec.fault_injection.runner import FaultedRun, Sandbox
 from editspec.fault_injection.scenario import Outcome, Scenario, perform
 
 #: Picks the counted index of the call to fail from a clean run's trace.
@@ -204,6 +215,7 @@ def _check_state(
     *,
     failed: bool,
     extra: Callable[[Sandbox], list[str]] | None,
+    injected: Mapping[str, Any] | None = None,
 ) -> Scenario | None:
     runner = make_runner(sandbox, count=scenario.count)
     try:
@@ -217,14 +229,83 @@ def _check_state(
         problems.extend(extra(sandbox))
     if not problems:
         return None
-    injected = {
-        **power_fault(state, fault.model),
-        "fail_at": fault.at,
-        "errno": errno_name(fault.errno),
-    }
+    if injected is None:
+        injected = {"fail_at": fault.at, "errno": errno_name(fault.errno)}
     return attrs.evolve(
-        with_fault(scenario, injected),
+        with_fault(scenario, {**power_fault(state, fault.model), **injected}),
         expected=acceptable,
         actual=actual,
         problems=tuple(problems),
     )
+
+
+def check_recoveries_then_power_cut(
+    sandbox: Sandbox,
+    scenario: Scenario,
+    fault: Mapping[str, Any],
+    *,
+    model: Model = "ordered",
+    limit: int = 4096,
+    stop_after: int | None = None,
+) -> tuple[FaultedRun, FsyncFailure]:
+    """Run the last step with ``fault`` (``fail_at`` and ``fail_again_at`` failing, the
+    process killed at ``crash_at`` or exiting after its answer; then ``recoveries``, see
+    ``Runner.record_faulted``), and cut the power at every point from the end of its
+    process on; the recorded run and the verdict (a killed step's ``outcome`` is the
+    clean run's). A killed step answered nothing: all-before or all-after; otherwise
+    what its answer allows (``acceptable_after``); once the last recovery has returned,
+    only what it left."""
+    base = baseline(sandbox, scenario)
+    run = recorded_run(sandbox, scenario, fault)
+    left = sandbox.tree()
+    if run.errors:
+        raise ValueError(f"a recovery without a fault failed: {'; '.join(run.errors)}")
+    answered = (
+        (base.before, base.after) if run.outcome is None else acceptable_after(base, run.outcome)
+    )
+    # Once the last recovery has returned, its result must be what a cut leaves.
+    done = tuple(tree for tree in answered if trees.equal(tree, left)) or answered
+    assert run.ended_at is not None
+    end = len(run.trace)
+    judged: list[tuple[PowerState, tuple[trees.Tree, ...]]] = []
+    truncated = False
+    for points, acceptable in ((range(run.ended_at, end), answered), ([end], done)):
+        states, hit = power_loss_states(run.image, run.trace, model, points=points, limit=limit)
+        truncated = truncated or hit
+        judged.extend((state, acceptable) for state in states)
+    failed = run.outcome is not None and not run.outcome.ok and run.outcome.code not in UNDECIDED
+    findings: list[Scenario] = []
+    for state, acceptable in judged:
+        finding = _check_state(
+            sandbox,
+            scenario,
+            state,
+            Fault(model, 0, _errno.EIO),
+            acceptable,
+            failed=failed and len(acceptable) == 1,
+            extra=None,
+            injected=fault,
+        )
+        if finding is not None:
+            findings.append(attrs.evolve(finding, trace=tuple(op.name for op in run.trace)))
+            if stop_after is not None and len(findings) >= stop_after:
+                break
+    outcome = run.outcome if run.outcome is not None else base.outcome
+    return run, FsyncFailure(outcome, len(judged), truncated, tuple(findings), run.trace)
+
+
+def recorded_run(sandbox: Sandbox, scenario: Scenario, fault: Mapping[str, Any]) -> FaultedRun:
+    """Run ``scenario`` with ``fault`` on its last step up to the power cut, recording it
+    and its later recoveries; ``ValueError`` if no recovery followed (the step was not
+    killed, and the fault lists no ``recoveries``)."""
+    runner = make_runner(sandbox, count=scenario.count)
+    try:
+        runner.start(scenario.initial)
+        for step in scenario.steps[:-1]:
+            runner.run(step)
+        run: FaultedRun = runner.record_faulted(scenario.steps[-1], fault)
+    finally:
+        runner.close()
+    if run.ended_at is None:
+        raise ValueError(f"the step was not killed at {fault.get('crash_at')} and no recovery ran")
+    return run

@@ -98,14 +98,29 @@ def state_of_fault(image: Image, trace: Sequence[TraceOp], fault: Mapping[str, A
     ``point``: a number of operations, or ``"end"`` (after the last one); ``lost``: trace
     positions, or ``"unsynced"`` (every entry operation not durable at the point: the
     harshest cut, described without positions, so one scenario means the same cut for
-    engines whose traces differ); ``cut``: ``[[creator, kept], ...]`` (``rebuild_state``).
+    engines whose traces differ); or ``{"before_last": name, "path_suffix": suffix}``:
+    right before the last operation ``name`` on a path ending in ``suffix`` (a place in
+    the protocol, such as "before the journal is deleted", named without positions);
+    ``cut``: ``[[creator, kept], ...]`` (``rebuild_state``).
     """
-    point = len(trace) if fault["point"] == "end" else int(fault["point"])
+    point = _point_of(trace, fault["point"])
     lost = fault.get("lost", ())
     if lost == "unsynced":
         lost = [op.position for op in simulate(image, trace[:point]).entry_ops if not op.durable]
     cut = {str(key): int(kept) for key, kept in fault.get("cut", ())}
     return rebuild_state(image, trace, point, lost, cut)
+
+
+def _point_of(trace: Sequence[TraceOp], point: Any) -> int:
+    if point == "end":
+        return len(trace)
+    if not isinstance(point, Mapping):
+        return int(point)
+    name, suffix = point["before_last"], point.get("path_suffix", "")
+    found = [op.position for op in trace if op.name == name and op.paths[-1].endswith(suffix)]
+    if not found:
+        raise TraceChanged(f"the trace has no {name} of a path ending in {suffix!r}")
+    return found[-1]
 
 
 # -- materialize and check ----------------------------------------------------------

@@ -105,10 +105,25 @@ def _fault_text(fault: Mapping[str, Any]) -> str:
             f"crash at counted operation {fault['at']}, then a crash at operation "
             f"{fault['recovery_at']} of the recovery"
         )
-    text = f"power cut ({fault.get('model', 'ordered')} model) after {fault['point']} operations"
-    if "fail_at" in fault:
-        text = f"{fault['errno']} at counted operation {fault['fail_at']}, then a {text}"
-    return text
+    point = fault["point"]
+    if isinstance(point, Mapping):
+        where = f"before the last {point['before_last']} of *{point.get('path_suffix', '')}"
+    else:
+        where = f"after {point} operations"
+    parts = (
+        [f"{fault['errno']} at counted operation {fault['fail_at']}"] if "fail_at" in fault else []
+    )
+    if "crash_at" in fault:
+        parts.append(f"the process killed at counted operation {fault['crash_at']}")
+        for number, recovery in enumerate(fault.get("recoveries", [{}]), 1):
+            failing = (
+                f" ({recovery['errno']} at its counted operation {recovery['fail_at']})"
+                if "fail_at" in recovery
+                else ""
+            )
+            parts.append(f"recovery {number} in a fresh workspace{failing}")
+    cut = f"power cut ({fault.get('model', 'ordered')} model) {where}"
+    return ", then ".join([*parts, f"a {cut}"]) if parts else cut
 
 
 def _print_power_trace(
@@ -117,6 +132,7 @@ def _print_power_trace(
     trace: Sequence[TraceOp],
     fault: Mapping[str, Any],
     state: PowerState | None = None,
+    marks: Sequence[tuple[int, str]] = (),
 ) -> None:
     # The state rebuilt for this run, if there is one: a fault may name its cut without
     # positions ("end", "unsynced"), and the state says which operations those are.
@@ -124,6 +140,8 @@ def _print_power_trace(
     lost = set(state.lost if state is not None else fault.get("lost", ()))
     cut = {key: kept for key, kept in fault.get("cut", ())}
     for op in trace:
+        for _position, text in (mark for mark in marks if mark[0] == op.position):
+            out.write(f"      ---- {text} ----\n")
         if op.position == point:
             out.write("      ---- power cut here: nothing below reached the disk ----\n")
         paths = " -> ".join(printer.path(p) for p in op.paths)
@@ -343,7 +361,14 @@ def _replay_steps(
                         f"      #{record.index:<3} {record.name:<16} {paths}   <== injected "
                         f"{record.outcome[5:]}: {where}\n"
                     )
-            _print_power_trace(out, printer, runner.last_trace, fault, report.power_state)
+            _print_power_trace(
+                out,
+                printer,
+                runner.last_trace,
+                fault,
+                report.power_state,
+                getattr(runner, "last_marks", ()),
+            )
             out.write("    -- restart after the power cut: a fresh workspace recovers --\n")
         if report.outcome is not None:
             out.write(

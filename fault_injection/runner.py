@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno as _errno
 import importlib
+import itertools
 import os
 import shutil
 import stat
@@ -32,6 +33,7 @@ from editspec.fault_injection.faultfs import (
     FailAt,
     FaultPlan,
     FaultyFileSystem,
+    Observer,
     OpEvent,
     OpRecord,
     SimulatedCrash,
@@ -131,6 +133,29 @@ def _modes_kept(paths: Sequence[str]) -> Iterator[None]:
                     os.chmod(path, stat.S_IMODE(mode))
 
 
+def arm_step(fs: FaultyFileSystem, fault: Mapping[str, Any]) -> None:
+    """Arm ``fs`` for a ``power_loss`` fault's step: the errors of ``fail_at`` and of
+    each of ``fail_again_at`` (counted from the same start, the same ``errno``), then the
+    kill at ``crash_at``; any of them, or none."""
+    plans: list[FaultPlan] = []
+    if "fail_at" in fault:
+        number = getattr(_errno, fault["errno"])
+        at = [int(fault["fail_at"]), *map(int, fault.get("fail_again_at", ()))]
+        plans.extend(FailAt(n, number) for n in at)
+    if "crash_at" in fault:
+        plans.append(CrashAt(int(fault["crash_at"])))
+    if any(later.n <= earlier.n for earlier, later in itertools.pairwise(plans)):
+        raise ValueError(f"the faults of a step must come in order: {plans}")
+    fs.arm(plans.pop(0) if plans else None)
+
+    def next_plan(event: OpEvent) -> None:
+        # Never removed from the observers: they are being iterated over.
+        if event.record.outcome.startswith("fail:") and plans:
+            fs.plan = plans.pop(0)
+
+    fs.observers.append(next_plan)
+
+
 def _require_disposable(path: str) -> None:
     temp = os.path.realpath(tempfile.gettempdir())
     real = os.path.realpath(path)
@@ -200,23 +225,30 @@ class Runner:
         self.workspace: Workspace | None = None
         self.last_trace: tuple[TraceOp, ...] = ()  # of the last power-loss step
         self.last_log: tuple[OpRecord, ...] = ()  # its counted calls, refused ones included
+        self.last_marks: tuple[tuple[int, str], ...] = ()  # (trace position, what happens)
 
-    def _faulty(self, plan: FaultPlan | None = None) -> FaultyFileSystem:
+    def _faulty(
+        self, plan: FaultPlan | None = None, observers: Sequence[Observer] = ()
+    ) -> FaultyFileSystem:
         fs = FaultyFileSystem(self.sandbox.inner(), plan, count=self.count)  # type: ignore[arg-type]
         if self.watch is not None:
             fs.observers.append(self.watch)
+        fs.observers.extend(observers)
         return fs
 
     def start(self, initial: Mapping[str, trees.Entry]) -> None:
         self.sandbox.reset(initial)
         self.restart("start")
 
-    def restart(self, why: str, plan: FaultPlan | None = None) -> None:
-        """Open a fresh workspace (recovery runs in its constructor), as a new process."""
+    def restart(
+        self, why: str, plan: FaultPlan | None = None, observers: Sequence[Observer] = ()
+    ) -> None:
+        """Open a fresh workspace (recovery runs in its constructor), as a new process;
+        ``observers`` see its calls from the first (a recorder of its recovery)."""
         if self.on_restart is not None:
             self.on_restart(why)
         self.workspace = None
-        self.fs = self._faulty(plan)
+        self.fs = self._faulty(plan, observers)
         self.workspace = self.sandbox.open_workspace(
             self.sandbox.root, self.sandbox.state_dir, self.fs
         )
@@ -234,24 +266,7 @@ class Runner:
             self.fs.arm(None)
             return StepReport(outcome)
         if kind == "power_loss":
-            recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
-            recorder.start(self.fs)
-            # Optionally an I/O error first ("fail_at", "errno"): a failed fsync is in the
-            # trace as failed (what it covered stays lossy), any other failed call is not.
-            if "fail_at" in fault:
-                self.fs.arm(FailAt(int(fault["fail_at"]), getattr(_errno, fault["errno"])))
-            else:
-                self.fs.arm(None)
-            outcome = perform(self.workspace, step, self.sandbox.root)
-            self.last_log = tuple(self.fs.log)
-            self.fs.arm(None)
-            recorder.stop()
-            self.last_trace = tuple(recorder.ops)
-            state = state_of_fault(recorder.image, recorder.ops, fault)
-            materialize(state, recorder.roots)
-            return attrs.evolve(
-                self._restart_checked("power loss"), outcome=outcome, power_state=state
-            )
+            return self._power_loss(step, fault)
         if kind not in ("crash", "recovery_crash"):
             raise ValueError(f"unknown fault kind {kind!r}")
         self.fs.arm(CrashAt(int(fault["at"])))
@@ -269,6 +284,70 @@ class Runner:
             return StepReport(crash_outcome)
         report = self._restart_checked("crash during recovery" if recovery_crashed else "crash")
         return attrs.evolve(report, crashed=True, recovery_crashed=recovery_crashed)
+
+    def _power_loss(self, step: Mapping[str, Any], fault: Mapping[str, Any]) -> StepReport:
+        recorded = self.record_faulted(step, fault)
+        state = state_of_fault(recorded.image, recorded.trace, fault)
+        materialize(state, [self.sandbox.root, self.sandbox.state_dir])
+        report = self._restart_checked("power loss")
+        if recorded.errors and report.restart_error is None:
+            report = attrs.evolve(report, restart_error="; ".join(recorded.errors))
+        crashed = recorded.outcome is None
+        return attrs.evolve(report, outcome=recorded.outcome, power_state=state, crashed=crashed)
+
+    def record_faulted(self, step: Mapping[str, Any], fault: Mapping[str, Any]) -> FaultedRun:
+        """Run ``step`` with a ``power_loss`` fault's failures and kill (``arm_step``) up
+        to the cut, recording its trace. If it is killed (or the fault lists
+        ``recoveries``: the process exits after its answer), each of ``recoveries`` (by
+        default one) is a fresh workspace that recovers, its ``fail_at`` call failing,
+        their calls recorded into the same trace: processes started after the first
+        ended and before the power goes, over the same page cache."""
+        assert self.fs is not None and self.workspace is not None
+        recorder = TraceRecorder([self.sandbox.root, self.sandbox.state_dir])
+        recorder.start(self.fs)
+        # A failed fsync is in the trace as failed (what it covered stays lossy), any
+        # other failed call is not.
+        arm_step(self.fs, fault)
+        outcome: Outcome | None = None
+        with contextlib.suppress(SimulatedCrash):
+            outcome = perform(self.workspace, step, self.sandbox.root)
+        self.last_log = tuple(self.fs.log)
+        self.fs.arm(None)
+        recorder.stop()
+        marks: list[tuple[int, str]] = []
+        errors: list[str] = []
+        if outcome is None or "recoveries" in fault:
+            ended = "is killed" if outcome is None else f"answers {outcome.code} and exits"
+            marks.append((len(recorder.ops), f"the process {ended} here"))
+            errors = self._recover_recorded(recorder, fault.get("recoveries", [{}]), marks)
+        self.last_marks = tuple(marks)
+        self.last_trace = tuple(recorder.ops)
+        return FaultedRun(outcome, recorder.image, self.last_trace, self.last_marks, tuple(errors))
+
+    def _recover_recorded(
+        self,
+        recorder: TraceRecorder,
+        recoveries: Sequence[Mapping[str, Any]],
+        marks: list[tuple[int, str]],
+    ) -> list[str]:
+        """Open a workspace per ``recoveries`` entry, recording its calls; the errors of
+        those that were to succeed (an entry with ``fail_at`` may fail)."""
+        errors: list[str] = []
+        for number, recovery in enumerate(recoveries, 1):
+            plan = None
+            if "fail_at" in recovery:
+                plan = FailAt(int(recovery["fail_at"]), getattr(_errno, recovery["errno"]))
+            marks.append((len(recorder.ops), f"recovery {number}: a fresh workspace opens"))
+            try:
+                self.restart(f"crash (recovery {number} of {len(recoveries)})", plan, [recorder])
+            except Exception as exc:  # expected of a recovery with an injected failure
+                self.workspace = None
+                if plan is None:
+                    errors.append(f"recovery {number} before the power cut: {exc}")
+            finally:
+                if self.fs is not None:
+                    self.fs.observers.remove(recorder)
+        return errors
 
     def _restart_checked(self, why: str) -> StepReport:
         try:
@@ -318,6 +397,22 @@ class Runner:
     def checks_journals(self) -> bool:
         """Whether a journal left under ``<state_dir>/journal`` is a problem: always here."""
         return True
+
+
+@attrs.frozen
+class FaultedRun:
+    """A step run with a ``power_loss`` fault up to the cut (``Runner.record_faulted``)."""
+
+    outcome: Outcome | None  # None: it was killed ("crash_at")
+    image: Image
+    trace: tuple[TraceOp, ...]  # the step's calls, then those of the recoveries
+    marks: tuple[tuple[int, str], ...]  # where its process ended, where each recovery began
+    errors: tuple[str, ...]  # recoveries without an injected failure that raised
+
+    @property
+    def ended_at(self) -> int | None:
+        """The trace position where the step's process ended (None: no recovery followed)."""
+        return self.marks[0][0] if self.marks else None
 
 
 @attrs.frozen

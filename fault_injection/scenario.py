@@ -18,8 +18,14 @@ Faults (``fault``): ``{"kind": "crash", "step": i, "at": k}``,
 ``{"kind": "fail", "step": i, "at": k, "errno": "ENOSPC"}``,
 ``{"kind": "power_loss", "step": i, "model": "ordered", "point": p, "lost": [...],
 "cut": [[creator, kept], ...]}`` (optionally with ``"fail_at": k, "errno": "EIO"``: an
-injected error during the step, before the cut; ``"point": "end"`` and ``"lost":
-"unsynced"`` name the harshest cut after the step without trace positions) and
+injected error during the step, before the cut, and ``"fail_again_at": [k2, ...]``, more
+of them; ``"crash_at": c``: the step's process is killed at its call c, and
+``"recoveries": [{}, {"fail_at": j, "errno": "EIO"}, ...]``, fresh workspaces that
+recover before the cut, over the same page cache, their calls in the trace (one by
+default after a kill; listed without a kill, they follow the step's answer);
+``"point": "end"`` and ``"lost": "unsynced"`` name the harshest cut after the step
+without trace positions, ``"point": {"before_last": name, "path_suffix": s}`` the cut
+right before the last such call) and
 ``{"kind": "recovery_crash", "step": i, "at": k, "recovery_at": j}``. After a faulted
 step the process "restarts": a fresh ``Workspace`` is opened (its constructor recovers)
 before the next step.

@@ -327,7 +327,9 @@ def _decode_entry(item: object, txn_id: str) -> JournalEntry:
 def write(fs: FileSystem, journal_dir: str, record: JournalRecord) -> None:
     """Write the journal atomically (temp, fsync, rename), *without* the final fsync of its
     directory: the caller does that, so it knows whether the rename, its commit point,
-    happened. The temp file is removed if the write fails before the rename.
+    happened. The temp file is removed if the write fails before the rename; one left by
+    a crash makes the next write of that record fail (EEXIST) until recovery removes it,
+    which it does before it writes any record again.
     """
     for created in makedirs(fs, journal_dir):
         # A journal in a directory whose own entry is lost to a power cut is lost too.

@@ -7,17 +7,18 @@ any process is running while it works, then:
 1. reads and checks *every* journal first: one that does not parse, has a bad checksum,
    an unknown version, or names a path outside the root is CORRUPT_JOURNAL, and
    nothing at all is touched;
-2. fsyncs the journal directory, so a ``committed`` state it read from the page cache
-   is durable before any backup goes;
-3. settles each journal, newest first (``_transaction.settle``): ``preparing`` is rolled
-   back, ``committed`` is finished; ``revoked`` (a commit undone because its record
-   could not be synced), or a commit this process revoked without making that durable,
-   is written again as ``preparing`` and synced, then rolled back; the journal is
-   deleted last;
-4. removes torn journal temp files (``.<txn>.<state>.tmp``: a journal write that never
+2. removes torn journal temp files (``.<txn>.<state>.tmp``: a journal write that never
    reached its rename; only names of exactly that pattern, only in the journal
-   directory, which belongs to the engine);
-5. discards pending snapshot records of transactions that never wrote a journal (a
+   directory, which belongs to the engine), and fsyncs the directory if it found any:
+   settling writes records again under those names;
+3. settles each journal, newest first (``_transaction.settle``): its record is first
+   written again as a new file and synced -- what was read may be in the page cache
+   only, renamed in before an fsync that failed, and a retried fsync proves nothing
+   about it (no fsync of the directory here is trusted for that) -- ``revoked`` (a
+   commit undone because its record could not be synced), or a commit this process
+   revoked without making that durable, as ``preparing``; then ``preparing`` is
+   rolled back, ``committed`` is finished; the journal is deleted last;
+4. discards pending snapshot records of transactions that never wrote a journal (a
    crash while ``on_prepared`` created them): such a transaction cannot commit.
 
 Every step is idempotent, so a crash during recovery is repaired by the next one.
@@ -42,7 +43,8 @@ from editspec.reference._results import RecoveryReport
 from editspec.reference.transactions import _intents, _journal, _quarantine
 from editspec.reference.transactions._journal import JournalRecord
 from editspec.reference.transactions._rollback import RollbackIncomplete
-from editspec.reference.transactions._transaction import ROLL_BACK, settle, snapshot_hook
+from editspec.reference.transactions._transaction import ROLL_BACK, settle
+from editspec.reference.transactions._txn_hooks import snapshot_hook
 
 
 def recover(workspace: WorkspaceContext) -> RecoveryReport:
@@ -78,21 +80,11 @@ def _recover(workspace: WorkspaceContext) -> RecoveryReport:
     if not records and not temps:
         _discard_orphan_snapshots(workspace, set())
         return RecoveryReport()
-    fs.fsync_dir(journal_dir)
     rolled_back: list[str] = []
     rolled_forward: list[str] = []
     cleaned: list[str] = []
     failures: dict[str, str] = {}
-    # Newest first: if two interrupted transactions touched one file, the older one's
-    # backup holds the earlier bytes and must be restored last.
-    for record in sorted(records, key=lambda r: r.txn_id, reverse=True):
-        try:
-            event, removed = settle(workspace, record)
-        except RollbackIncomplete as exc:
-            failures.update(exc.failures)
-            continue
-        cleaned.extend(removed)
-        (rolled_back if event == ROLL_BACK else rolled_forward).append(record.txn_id)
+    # Temp files first: settling a journal writes its record again under its temp name.
     for name in temps:
         path = os.path.join(journal_dir, name)
         try:
@@ -105,6 +97,16 @@ def _recover(workspace: WorkspaceContext) -> RecoveryReport:
         cleaned.append(path)
     if temps:
         fs.fsync_dir(journal_dir)
+    # Newest first: if two interrupted transactions touched one file, the older one's
+    # backup holds the earlier bytes and must be restored last.
+    for record in sorted(records, key=lambda r: r.txn_id, reverse=True):
+        try:
+            event, removed = settle(workspace, record)
+        except RollbackIncomplete as exc:
+            failures.update(exc.failures)
+            continue
+        cleaned.extend(removed)
+        (rolled_back if event == ROLL_BACK else rolled_forward).append(record.txn_id)
     kept = {record.txn_id for record in records} - set(rolled_back) - set(rolled_forward)
     failures.update(_discard_orphan_snapshots(workspace, kept))
     if failures:

@@ -42,15 +42,24 @@ record, or the revoked one -- rolls back; then the files are rolled back in-proc
 and the call fails with IO_ERROR, the workspace as before. If the revocation cannot be
 made durable either, the outcome is recovery's to decide: NEEDS_RECOVERY, never success.
 
-Recovery finds a journal in one of three states (``revoked`` is first written again as
-``preparing`` and synced, so a crash mid-rollback cannot find it committed; so is a
+Recovery finds a journal in one of three states, and before it touches a file it
+*republishes* the record (``settle``): writes it again as a new file (temp, fsync,
+rename over the one it read, fsync of the journal directory), ``revoked`` -- or a
 committed record this process revoked without making that durable, which
-``revoked_commits`` names). ``preparing`` and ``revoked``: roll back -- restore each
-backup (never by renaming a file onto a link of itself: POSIX makes that a silent
-no-op; the backup name must be gone afterwards), remove each added file whose hash is
-the planned new hash, remove stage files and created directories. ``committed``:
-finish -- remove leftover backups and stage files. Both are idempotent,
-so a crash during recovery is repaired by the next recovery.
+``revoked_commits`` names -- as ``preparing``. The record it read may exist only in the
+page cache: renamed in before a directory fsync that failed (the committing process's,
+killed before it could revoke; an earlier recovery's), with another record under it on
+disk, and no later fsync proves that rename. Acting on it after a retried fsync would
+let a power cut bring back the ``preparing`` record once the backups are gone, or the
+committed one halfway through a rollback: files of both versions. The new rename is
+proved by the fsync after it, so the state recovery acts on is the one a power cut
+leaves. Then ``preparing``: roll back -- restore each backup (never by renaming a file
+onto a link of itself: POSIX makes that a silent no-op; the backup name must be gone
+afterwards), remove each added file whose hash is the planned new hash, remove stage
+files and created directories. ``committed``: finish -- remove leftover backups and
+stage files. Then the journal is deleted. Every step is idempotent (a republication
+writes the same record again), so a crash during recovery is repaired by the next
+recovery.
 """
 
 from __future__ import annotations
@@ -88,12 +97,18 @@ from editspec.reference.transactions._rollback import (
     finish,
     roll_back,
 )
+from editspec.reference.transactions._txn_hooks import (
+    discard_snapshots,
+    publish_error,
+    snapshot_hook,
+)
 
 # -- the state machine, as data ------------------------------------------------------
 
 PREPARE = "prepare"  # step 1: the journal appears as ``preparing``
 COMMIT = "commit"  # step 5: ``preparing`` -> ``committed``, the commit point
 REVOKE = "revoke"  # step 5 could not be made durable: ``committed`` -> ``revoked``
+REPUBLISH = "republish"  # recovery writes the record it found again, as a new file, synced
 ROLL_BACK = "roll_back"  # in-process abort, or recovery of a ``preparing`` journal
 FINISH = "finish"  # step 6, or recovery of a ``committed`` journal
 
@@ -105,9 +120,12 @@ TRANSITIONS: Mapping[tuple[str | None, str], str | None] = {
     (COMMITTED, REVOKE): REVOKED,
     (COMMITTED, FINISH): None,
     (REVOKED, ROLL_BACK): None,
+    (PREPARING, REPUBLISH): PREPARING,
+    (COMMITTED, REPUBLISH): COMMITTED,
+    (REVOKED, REPUBLISH): PREPARING,
 }
-#: What recovery does with a journal it finds, by its state.
-RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH, REVOKED: ROLL_BACK}
+#: What recovery does with a journal it has republished, by its state.
+RECOVERY_EVENT: Mapping[str, str] = {PREPARING: ROLL_BACK, COMMITTED: FINISH}
 
 
 def next_state(state: str | None, event: str) -> str | None:
@@ -185,7 +203,7 @@ def _run(
         try:
             on_prepared(txn_id)
         except Exception as exc:
-            _discard_snapshots(workspace, txn_id, exc)
+            discard_snapshots(workspace, txn_id, exc)
             raise
     owned = Owned()
     try:
@@ -193,7 +211,7 @@ def _run(
         committed = _advance(plan.record, COMMIT)
         _journal.write(workspace.fs, workspace.journal_dir, committed)
     except Exception as exc:
-        error = exc if isinstance(exc, ToolError) else _as_tool_error(exc)
+        error = exc if isinstance(exc, ToolError) else publish_error(exc)
         try:
             _abort(workspace, plan.record, owned, error)
         except BaseException as abort_error:
@@ -209,19 +227,6 @@ def _run(
         workspace.mark_needs_recovery(f"transaction {txn_id} was interrupted")
         raise
     _after_commit(workspace, committed, owned, on_committed)
-
-
-def _as_tool_error(exc: Exception) -> ToolError:
-    if not isinstance(exc, OSError):
-        return ToolError(_errors.IO_ERROR, f"publish failed: {exc!r}")
-    error = _errors.from_oserror(exc, exc.filename, action="publish")
-    if error.code not in (_errors.IO_ERROR, _errors.ALREADY_EXISTS):
-        # ENOENT, EISDIR, ... in the middle of a publish come from the environment (a
-        # directory removed under us), not from the request. EEXIST stays: a file
-        # appeared where an add or a move links its new file (no clobber).
-        error = ToolError(_errors.IO_ERROR, error.message, errno=exc.errno, path=exc.filename)
-        error.__cause__ = exc
-    return error
 
 
 # -- step 0: re-verify and plan, inside the locks ------------------------------------------
@@ -435,45 +440,26 @@ def _abort(
             transaction=record.txn_id,
         ) from error
     assert next_state(record.state, ROLL_BACK) is None
-    _discard_snapshots(workspace, record.txn_id, error)
-
-
-def _discard_snapshots(workspace: WorkspaceContext, txn_id: str, error: BaseException) -> None:
-    try:
-        snapshot_hook(workspace, "discard_transaction", txn_id)
-    except Exception as exc:
-        if isinstance(error, ToolError):
-            error.details["snapshot_discard_error"] = repr(exc)
-
-
-def snapshot_hook(workspace: WorkspaceContext, name: str, txn_id: str) -> None:
-    """Call ``workspace.snapshots.<name>(txn_id)`` if the store provides it."""
-    method = getattr(workspace.snapshots, name, None)
-    if callable(method):
-        method(txn_id)
+    discard_snapshots(workspace, record.txn_id, error)
 
 
 # -- recovery of one journal ---------------------------------------------------------------
 
 
 def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, list[str]]:
-    """Roll back (``preparing``) or finish (``committed``) a journal found on disk, then
-    delete it; return the event applied and the leftovers removed. Spec: RECOV-*.
+    """Roll back (``preparing``, ``revoked``) or finish (``committed``) a journal found on
+    disk, then delete it; return the event applied and the leftovers removed. Spec: RECOV-*.
 
-    The caller holds the workspace guard exclusively, so no transaction is running.
-    Raises ``RollbackIncomplete`` (the journal is kept, so a later recovery retries).
+    The caller holds the workspace guard exclusively, so no transaction is running, and
+    has removed the journal temp files. Raises ``RollbackIncomplete`` (the journal is
+    kept, so a later recovery retries).
     """
     fs, root, txn_id = workspace.fs, workspace.root, record.txn_id
-    if record.state == REVOKED or txn_id in workspace.revoked_commits:
-        # A revocation this process could not make durable (or one read from the page
-        # cache): written again as a new ``preparing`` record and synced before a file
-        # is touched, or a crash mid-rollback could find the record committed.
-        record = attrs.evolve(record, state=PREPARING)
-        try:
-            _journal.write(fs, workspace.journal_dir, record)
-            fs.fsync_dir(workspace.journal_dir)
-        except OSError as exc:
-            raise RollbackIncomplete({f"journal {txn_id}": f"not rewritten: {exc}"}) from exc
+    if record.state == COMMITTED and txn_id in workspace.revoked_commits:
+        # This process revoked the commit and could not make that durable: what it
+        # read may be the committed record, but the answer given was not success.
+        record = attrs.evolve(record, state=REVOKED)
+    record = _republish(workspace, record)
     event = RECOVERY_EVENT[record.state]
     cleaned = roll_back(fs, root, record) if event == ROLL_BACK else finish(fs, root, record)
     hook = "discard_transaction" if event == ROLL_BACK else "confirm_transaction"
@@ -488,3 +474,26 @@ def settle(workspace: WorkspaceContext, record: JournalRecord) -> tuple[str, lis
     assert next_state(record.state, event) is None
     workspace.revoked_commits.discard(txn_id)
     return event, cleaned
+
+
+def _republish(workspace: WorkspaceContext, record: JournalRecord) -> JournalRecord:
+    """Write the record recovery acts on as a new file renamed over the one it read, and
+    fsync the journal directory, before any file is touched.
+
+    What recovery read may exist only in the page cache: a rename whose directory fsync
+    failed (the committing process's, or an earlier recovery's), with another record
+    under it on disk. A later fsync that succeeds proves nothing about that rename (the
+    kernel may have dropped it: "fsyncgate"), so finishing on the strength of one could
+    let a power cut bring back the ``preparing`` record after the backups are gone, or
+    the committed one halfway through a rollback. The new rename is proved by the fsync
+    that follows it; if either fails, nothing was touched and the next recovery writes
+    the record again. A ``revoked`` record is written as ``preparing``.
+    """
+    republished = _advance(record, REPUBLISH)
+    try:
+        _journal.write(workspace.fs, workspace.journal_dir, republished)
+        workspace.fs.fsync_dir(workspace.journal_dir)
+    except OSError as exc:
+        failure = f"not written again: {exc}"
+        raise RollbackIncomplete({f"journal {record.txn_id}": failure}) from exc
+    return republished

@@ -12,28 +12,34 @@ the fsync is caught too.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from editspec.fault_injection import harness, standard
+from editspec.fault_injection import harness, standard, trees
 from editspec.fault_injection.checks import baseline
 from editspec.fault_injection.fsync_failures import (
     COMMIT_RECORD_FSYNC,
     FsyncFailure,
     Pick,
     check_fsync_failure,
+    check_recoveries_then_power_cut,
     fsync_dir_after,
     fsync_dir_after_op,
     fsync_dir_after_unlink_of,
+    recorded_run,
 )
 from editspec.fault_injection.powerloss import Model, TraceOp
+from editspec.fault_injection.runner import FaultedRun
 from editspec.fault_injection.scenario import SESSION, Outcome, Scenario
 from editspec.fault_injection.trees import Entry
-from editspec.reference import Workspace
+from editspec.reference import FileSystem, Workspace
+from tests.fault_injection.recovery_mutants import recovery_trusts_a_retried_fsync
 
 
 def _write_into_root(op: TraceOp) -> bool:
@@ -162,3 +168,135 @@ def test_a_snapshot_reported_as_created_survives_a_failed_fsync_and_any_power_cu
     assert found.outcome.ok and found.outcome.result.snapshot_created
     problems = [line for finding in found.findings for line in finding.problems]
     assert found.passed, f"{len(found.findings)} of {found.states} states wrong: {problems[:4]}"
+
+
+class _OldIsAnotherFileSystem(FileSystem):
+    """``old/`` of the workspace is another file system: a link or rename out of it
+    fails with EXDEV, so a Move from it copies, verifies and removes the source."""
+
+    def _across(self, source: str, dest: str) -> None:
+        inside = f"{os.sep}ws{os.sep}old{os.sep}"
+        if inside in source and inside not in dest:
+            raise OSError(errno.EXDEV, "cross-device link", source)
+
+    def link(self, source: str, dest: str) -> None:
+        self._across(source, dest)
+        super().link(source, dest)
+
+    def rename(self, source: str, dest: str) -> None:
+        self._across(source, dest)
+        super().rename(source, dest)
+
+    def rename_noreplace(self, source: str, dest: str) -> None:
+        self._across(source, dest)
+        super().rename_noreplace(source, dest)
+
+
+def test_a_move_across_file_systems_whose_source_removal_fails_to_sync(tmp_path: Path) -> None:
+    """The fsync that makes the source's removal durable fails: a power cut then must not
+    find the source back beside its copy after a success, nor either half after an error."""
+    scenario = standard.move_file()
+    box = harness.Sandbox(tmp_path / "box", inner=_OldIsAnotherFileSystem)
+    clean = baseline(box, scenario)
+    assert clean.outcome.ok and clean.outcome.result.atomic is False  # it did go across
+    at = fsync_dir_after_unlink_of("old/moving.txt")(clean.trace)
+    found = check_fsync_failure(box, scenario, at)
+    assert [op.name for op in found.trace if op.failed] == ["fsync_dir"]
+    assert found.states >= 1
+    problems = [line for finding in found.findings for line in finding.problems]
+    assert found.passed, (
+        f"EIO at op {at}, the step answered {found.outcome.code}; "
+        f"{len(found.findings)} of {found.states} power-loss states wrong: {problems[:6]}"
+    )
+
+
+# -- recovery after a failed fsync: it must not act on a record a retried fsync "proved" ---
+
+
+def _first_journal_fsync_of_recovery(run: FaultedRun) -> int:
+    """The counted index, in the first recovery, of its first fsync of the journal directory."""
+    assert run.ended_at is not None
+    return next(
+        op.index
+        for op in run.trace[run.ended_at :]
+        if op.name == "fsync_dir" and f"{os.sep}journal{os.sep}" in op.paths[0] + os.sep
+    )
+
+
+def _fault_of(tmp_path: Path, case: str) -> dict[str, Any]:
+    """The fault of a case of the test below, counted on a clean run of the patch."""
+    scenario = standard.recovery_crash()
+    box = harness.Sandbox(tmp_path / "probe")
+    commit_fsync = COMMIT_RECORD_FSYNC(baseline(box, scenario).trace)
+    if case == "commit-fsync-failed-then-killed":
+        # Killed at the first call of the revocation (open_append): nothing undone.
+        return {"fail_at": commit_fsync, "errno": "EIO", "crash_at": commit_fsync + 1}
+    if case == "no-undo-synced-then-exit":
+        # The commit's fsync, the revocation's (3 calls on), and that of the new
+        # ``preparing`` record (8 more): NEEDS_RECOVERY; the process then exits. The
+        # record a fresh recovery reads is ``preparing``, and only in the page cache:
+        # under it, the committed one may be what is durable.
+        again = [commit_fsync + 3, commit_fsync + 11]
+        return {"fail_at": commit_fsync, "errno": "EIO", "fail_again_at": again, "recoveries": [{}]}
+    # Killed at the commit's fsync; the first recovery's fsync of the journal directory
+    # fails (it raises), and a second one runs.
+    probe = recorded_run(box, scenario, {"crash_at": commit_fsync})
+    failing = {"fail_at": _first_journal_fsync_of_recovery(probe), "errno": "EIO"}
+    return {"crash_at": commit_fsync, "recoveries": [failing, {}]}
+
+
+#: case -> (the answer of the step, None if it is killed; the failed calls in the trace)
+CASES_AFTER_KILL: dict[str, tuple[str | None, list[str]]] = {
+    "commit-fsync-failed-then-killed": (None, ["fsync_dir"]),
+    "recovery-fsync-failed-then-recovered": (None, ["fsync_dir"]),
+    "no-undo-synced-then-exit": ("NEEDS_RECOVERY", ["fsync_dir", "fsync", "fsync_dir"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES_AFTER_KILL))
+def test_recovery_acts_only_on_a_record_it_has_made_durable(tmp_path: Path, case: str) -> None:
+    """A journal record renamed into place whose directory fsync failed (the committing
+    process's, or an earlier recovery's) may be on disk under another record: the
+    kernel may have dropped the rename, and a later fsync that succeeds says nothing
+    about it. A fresh recovery reads the record from the page cache; every state a power
+    cut can leave from the end of the committing process on, recovered again, is
+    all-before or all-after (bytes on disk), and after the last recovery, what it left."""
+    answer, failed = CASES_AFTER_KILL[case]
+    fault = _fault_of(tmp_path, case)
+    box = harness.Sandbox(tmp_path / "box")
+    # "strict": any subset of the unsynced entry operations is lost, which splits the
+    # restores of one rollback (so a record that resurfaces halfway through one shows).
+    run, found = check_recoveries_then_power_cut(
+        box, standard.recovery_crash(), fault, model="strict"
+    )
+    assert [op.name for op in run.trace if op.failed] == failed  # each injected, in the trace
+    assert (run.outcome.code if run.outcome is not None else None) == answer
+    assert len(run.marks) == 1 + len(fault.get("recoveries", [{}]))  # ended, each recovery
+    assert run.ended_at is not None and len(run.trace) > run.ended_at + 10
+    assert found.states >= 10 and not found.truncated
+    problems = [line for finding in found.findings for line in finding.problems]
+    assert found.passed, (
+        f"{case}: {len(found.findings)} of {found.states} power-loss states wrong: {problems[:8]}"
+    )
+
+
+@pytest.mark.parametrize("case", sorted(CASES_AFTER_KILL))
+def test_the_check_catches_recovery_that_trusts_a_retried_fsync(tmp_path: Path, case: str) -> None:
+    """The check above can fail: with recovery acting on the record as read, after one
+    more fsync of the journal directory (the engine before it republished it), some
+    states recover to files of both versions, or to a file of neither."""
+    box = harness.Sandbox(tmp_path / "box")
+    with recovery_trusts_a_retried_fsync():
+        fault = _fault_of(tmp_path, case)  # counted on this engine's recovery
+        _run, found = check_recoveries_then_power_cut(
+            box, standard.recovery_crash(), fault, model="strict"
+        )
+    clean = baseline(harness.Sandbox(tmp_path / "clean"), standard.recovery_crash())
+    mixed = [
+        finding.actual
+        for finding in found.findings
+        if finding.actual is not None
+        and not trees.equal(finding.actual, clean.before)
+        and not trees.equal(finding.actual, clean.after)
+    ]
+    assert mixed, f"{case}: {len(found.findings)} findings, no mixed state among {found.states}"

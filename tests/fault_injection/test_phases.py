@@ -6,10 +6,11 @@ JSON and still replay to the failure they record.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from editspec.fault_injection.scenario import (
     Phase,
     Scenario,
 )
+from tests.fault_injection.recovery_mutants import recovery_trusts_a_retried_fsync
 from tests.mutants import durability
 from tests.mutants.durability import PINNED_ID, pinned_transaction_id
 
@@ -217,7 +219,12 @@ def test_a_process_waiting_for_a_lock_a_paused_one_holds_is_a_deadlock(tmp_path:
 #: Findings the engine has since fixed (README says so), each with the durability mutant
 #: that brings the defect back: it must replay clean against the reference, and still
 #: reproduce the recorded problems with the mutant.
-FIXED = {"commit-fsync-eio-then-power-cut": "commit_sync_failure_is_success"}
+FIXED: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+    "commit-fsync-eio-then-power-cut": durability.mutant_named(
+        "commit_sync_failure_is_success"
+    ).active,
+    "recovery-after-commit-fsync-eio-then-power-cut": recovery_trusts_a_retried_fsync,
+}
 
 
 @pytest.mark.parametrize("path", FINDINGS, ids=lambda path: path.stem)
@@ -230,9 +237,8 @@ def test_saved_findings_load_unchanged_and_still_replay(path: Path) -> None:
     if path.stem in FIXED:
         assert replay(path, out) == 0, out.getvalue()
         assert "not reproduced" in out.getvalue()
-        (mutant,) = (m for m in durability.MUTANTS if m.name == FIXED[path.stem])
         out = io.StringIO()
-        with mutant.active():
+        with FIXED[path.stem]():
             assert replay(path, out) == 1, out.getvalue()
     else:
         assert replay(path, out) == 1, out.getvalue()  # each README entry says it reproduces

@@ -197,7 +197,15 @@ def recovery_drops_journal_first() -> Iterator[None]:
 
     def settle(workspace: Any, record: Any) -> Any:
         _journal.remove(workspace.fs, workspace.journal_dir, record.txn_id)
-        gone = SimpleNamespace(**{**vars(_journal), "remove": lambda fs, directory, txn: None})
+        # Nothing of the journal is written again or removed after that (recovery writes
+        # the record it acts on again first: that would undo the defect).
+        gone = SimpleNamespace(
+            **{
+                **vars(_journal),
+                "remove": lambda fs, directory, txn: None,
+                "write": lambda fs, directory, record: None,
+            }
+        )
         with replaced(_transaction, "_journal", gone):
             return original(workspace, record)
 

@@ -372,6 +372,105 @@ def test_the_hard_link_trap_when_restoring(seeded: Path, state_dir: Path) -> Non
     assert os.stat(seeded / "a.txt").st_nlink == 1
 
 
+# -- the record recovery acts on is written again first ---------------------------------------
+
+
+class JournalDirUnsyncable(FileSystem):
+    """``fsync_dir`` of the journal directory fails while ``on``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on = True
+
+    def fsync_dir(self, path: str) -> None:
+        if self.on and os.sep + "journal" + os.sep in path + os.sep:
+            raise OSError(errno.EIO, "injected", path)
+        super().fsync_dir(path)
+
+
+def test_a_record_that_cannot_be_written_again_is_acted_on_by_nobody(
+    seeded: Path, state_dir: Path
+) -> None:
+    """Killed right after the commit rename: the record reads ``committed``. Recovery writes
+    it again as a new file before it removes a backup; if that cannot be synced, no file
+    is touched and the journal stays, and the next recovery finishes."""
+    txn = crash_after(seeded, state_dir, patch_changes, is_commit_rename)
+    left = tree(seeded)
+    assert any(SIDE_FILE.search(path) for path in left)  # the backups, still there
+    fs = JournalDirUnsyncable()
+    ws = Workspace(seeded, state_dir, fs=fs, recover=False)
+    with pytest.raises(ToolError) as caught:
+        ws.recover()
+    assert caught.value.code == "IO_ERROR"
+    assert caught.value.details["not_restored"] == [f"journal {txn}"]
+    assert tree(seeded) == left  # nothing touched
+    assert os.listdir(ws.journal_dir) == [f"{txn}.json"]  # the new record, no temp left
+    assert _journal.read(ws.fs, ws.journal_dir, txn, root=ws.root).state == "committed"
+    fs.on = False
+    assert ws.recover().rolled_forward == (txn,)
+    assert tree(seeded) == AFTER and leftovers(ws) == []
+
+
+def test_a_torn_temp_of_the_record_does_not_stop_its_recovery(
+    seeded: Path, state_dir: Path
+) -> None:
+    """A crash while a record was being written again leaves its temp file (same name):
+    recovery removes torn temps before it writes records, so one recovery settles."""
+    txn = crash_after(seeded, state_dir, patch_changes, is_commit_rename)
+    journal_dir = Path(Workspace(seeded, state_dir, recover=False).journal_dir)
+    torn = journal_dir / f".{txn}.committed.tmp"
+    torn.write_bytes(b'{"version":1,"txn')
+    ws = Workspace(seeded, state_dir, recover=False)
+    report = ws.recover()
+    assert report.rolled_forward == (txn,) and str(torn) in report.cleaned
+    assert tree(seeded) == AFTER and leftovers(ws) == []
+
+
+class NoUndo(FileSystem):
+    """The commit record's directory fsync fails, then the write of each way to undo it
+    (the revocation line, then the new ``preparing`` record) fails with ENOSPC."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stage = "publishing"
+        self.failed_writes = 0
+
+    def rename(self, src: str, dst: str) -> None:
+        super().rename(src, dst)
+        if self.stage == "publishing" and ".committed." in src and dst.endswith(".json"):
+            self.stage = "committed"
+
+    def fsync_dir(self, path: str) -> None:
+        if self.stage == "committed":
+            self.stage = "undoing"
+            raise OSError(errno.EIO, "injected", path)
+        super().fsync_dir(path)
+
+    def write(self, fd: int, data: bytes) -> None:
+        if self.stage == "undoing" and self.failed_writes < 2:
+            self.failed_writes += 1
+            raise OSError(errno.ENOSPC, "injected")
+        super().write(fd, data)
+
+
+def test_a_commit_this_process_could_not_undo_is_rolled_back_though_it_reads_committed(
+    seeded: Path, state_dir: Path
+) -> None:
+    fs = NoUndo()
+    ws = Workspace(seeded, state_dir, fs=fs)
+    with pytest.raises(ToolError) as caught:
+        commit(ws, patch_changes(ws))
+    assert caught.value.code == "NEEDS_RECOVERY" and fs.failed_writes == 2
+    txn = caught.value.details["transaction"]
+    # Neither undo reached the file: on disk, the record is the committed one.
+    assert _journal.read(ws.fs, ws.journal_dir, txn, root=ws.root).state == "committed"
+    assert txn in ws.revoked_commits
+    report = ws.recover()  # this process answered no success: it rolls back
+    assert report.rolled_back == (txn,) and report.rolled_forward == ()
+    assert tree(seeded) == BEFORE and leftovers(ws) == []
+    assert ws.revoked_commits == set()
+
+
 # -- snapshots and the environment ------------------------------------------------------------
 
 
