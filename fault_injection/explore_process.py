@@ -42,7 +42,7 @@ from editspec.fault_injection.explore_rows import Progress, Row, shard_of
 from editspec.fault_injection.powerloss import Model
 from editspec.fault_injection.process_power import Server
 from editspec.fault_injection.scenario import DriverWorkspace, Scenario, perform
-from editspec.fault_injection.standard import DEFAULT_LIMITS, STANDARD
+from editspec.fault_injection.standard import DEFAULT_LIMITS, SINGLE_WRITES, STANDARD
 from editspec.fault_injection.strace_kill import (
     FSYNC,
     LINK,
@@ -97,7 +97,7 @@ def _failed(name: str, run: Any) -> bool:
     if run.phase != "operation" or run.killed_at is None:
         return False
     strays = bool(run.judgement is not None and run.judgement.strays)
-    return bool(run.problems) or (strays and name != "single-write")
+    return bool(run.problems) or (strays and name not in SINGLE_WRITES)
 
 
 def kill_finding(server: Any, scenario: Scenario, report: Any, run: Any) -> Scenario:
@@ -112,7 +112,7 @@ def kill_finding(server: Any, scenario: Scenario, report: Any, run: Any) -> Scen
         "description": f"SIGKILL at the {run.when}-th {run.syscall} of a thread"
         + (f": {run.killed_at.describe(report.base)}" if run.killed_at is not None else ""),
     }
-    if scenario.name == "single-write":
+    if scenario.name in SINGLE_WRITES:
         fault["strays_allowed"] = True
     steps[-1]["fault"] = fault
     return attrs.evolve(
@@ -135,7 +135,7 @@ def tally(name: str, runs: Sequence[Any], seconds: float) -> tuple[Row, int]:
     fails when the disk is neither all-before nor all-after, or (but for a single write,
     whose temp file the reference leaves too) when a file of neither tree is left.
     """
-    temps_allowed = name == "single-write"
+    temps_allowed = name in SINGLE_WRITES
     row = Row(name, process=True, seconds=seconds)
     elsewhere = 0
     for run in runs:
@@ -186,7 +186,7 @@ def _power(
             server,
             clean,
             states,
-            ignore=strays if name == "single-write" else None,
+            ignore=strays if name in SINGLE_WRITES else None,
             truncated=bounded,
             progress=None if bar is None else (lambda done, failed: bar.advance(1, done, failed)),
         )
@@ -203,7 +203,7 @@ def _power(
     if out is not None:
         for number, failure in enumerate(report.failures):
             finding = process_power.power_finding(
-                server, scenario, clean, failure, model, strays=name == "single-write"
+                server, scenario, clean, failure, model, strays=name in SINGLE_WRITES
             )
             path = os.path.join(out, f"{name}-power-{model}-{number}.json")
             finding.save(path)

@@ -47,6 +47,31 @@ def single_write() -> Scenario:
     )
 
 
+def plain_write() -> Scenario:
+    """A single write as any writer can make it: read the file, then replace it (no
+    ``expected_sha256``, so a tool without compare-and-swap can be crashed too)."""
+    old = b"the old contents\n"
+    return Scenario(
+        name="plain-write",
+        description="read one file, then replace it with Write (no expected_sha256)",
+        initial={"notes.txt": trees.Entry.file(old, 0o644)},
+        steps=(
+            {"call": "read", "session": SESSION, "path": "notes.txt"},
+            {
+                "call": "write",
+                "session": SESSION,
+                "path": "notes.txt",
+                "content": "the new contents, longer than before\n",
+            },
+        ),
+    )
+
+
+#: The scenarios of one file's write: a temp file its kill leaves beside the file is
+#: only counted (the reference leaves one too; it never replaces the file).
+SINGLE_WRITES = frozenset({"single-write", "plain-write"})
+
+
 def update_ten_files() -> Scenario:
     paths = [f"{d}/file{n}.txt" for d in ("src", "lib", "docs") for n in range(1, 4)] + ["top.txt"]
     initial = {path: _file(_lines(path)) for path in paths}
@@ -216,6 +241,7 @@ _PATCH_NEEDS = frozenset({"read", "read_before_write", "apply_patch"})
 
 STANDARD: dict[str, Standard] = {
     "single-write": Standard(single_write, frozenset({"write", "cas"})),
+    "plain-write": Standard(plain_write, frozenset({"read", "write"})),
     "update-10-files": Standard(update_ten_files, _PATCH_NEEDS),
     "add-delete-move": Standard(add_delete_move, _PATCH_NEEDS),
     "rewind-5": Standard(rewind_five, frozenset({"read", "write", "snapshots"})),

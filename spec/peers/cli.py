@@ -40,8 +40,10 @@ from editspec.spec.peers.catalog import CatalogError, Peer, cache_dir, load_cata
 EXIT_OK = 0
 EXIT_CHANGED = 1
 EXIT_USAGE = 2
-#: The crash explorer's scenario for a catalog peer (one write: what any writer can do).
-EXPLORE_SCENARIO = "single-write"
+#: The crash explorer's scenarios for a catalog peer, in order of preference: one write,
+#: what any writer can do (with ``expected_sha256``, or after a read where a tool has no
+#: compare-and-swap); the first the peer's map fits runs.
+EXPLORE_SCENARIOS = ("single-write", "plain-write")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -242,29 +244,36 @@ def compare_with_expectations(report: dict[str, Any], path: Path) -> list[str]:
 EXPLORE_NOT_RUN = "not run"
 
 
-def explore_lacks(peer: Peer) -> list[str]:
-    """What the crash explorer's scenario needs that the peer's map does not declare."""
+def explore_lacks(peer: Peer) -> dict[str, list[str]]:
+    """What each crash explorer scenario needs that the peer's map does not declare."""
     assert peer.map_path is not None
     # its map's capabilities, as the MCP adapter declares them (over stdio: "process")
     capabilities = load_map(peer.map_path).capabilities | {"process"}
-    return missing_capabilities(EXPLORE_SCENARIO, capabilities, "process")
+    return {name: missing_capabilities(name, capabilities, "process") for name in EXPLORE_SCENARIOS}
+
+
+def explore_scenario(peer: Peer) -> str | None:
+    """The first crash explorer scenario the peer's map fits; None when none does."""
+    return next((name for name, lacking in explore_lacks(peer).items() if not lacking), None)
 
 
 def _explore(peer: Peer, out: Path, cache: Path) -> None:
     assert peer.map_path is not None
     target = out / "reports" / f"{peer.name}.explore.txt"
-    lacking = explore_lacks(peer)
-    if lacking:
+    scenario = explore_scenario(peer)
+    if scenario is None:
+        needs = "; ".join(
+            f"{name} needs {', '.join(lacking)}" for name, lacking in explore_lacks(peer).items()
+        )
         target.write_text(
-            f"{EXPLORE_NOT_RUN}\n{EXPLORE_SCENARIO} needs {', '.join(lacking)}, which "
-            f"{peer.map_path.name} does not declare\n",
+            f"{EXPLORE_NOT_RUN}\n{needs}, which {peer.map_path.name} does not declare\n",
             encoding="utf-8",
         )
-        print(f"{peer.name}: crash explorer not run: {EXPLORE_SCENARIO} needs {lacking}")
+        print(f"{peer.name}: crash explorer not run: {needs}")
         return
     command = [sys.executable, "-m", "editspec.spec.cli", "explore", "--mcp",
                peer.server_command(cache), "--mcp-map", str(peer.map_path),
-               "--scenario", EXPLORE_SCENARIO, "--no-progress",
+               "--scenario", scenario, "--no-progress",
                "--out", str(out / "explore" / peer.name)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=peer.environment(cache))
     target.write_text(

@@ -342,6 +342,28 @@ def test_explore_catches_a_server_that_writes_in_place(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_write_after_a_read_is_crashed_in_any_server_and_tells_apart_a_careless_one(
+    tmp_path: Path,
+) -> None:
+    """``plain-write`` (a read, then a write with no expected_sha256: what a tool without
+    compare-and-swap can be asked) passes on editspec serve and fails on a server that
+    writes in place, a kill tearing the file."""
+    needs_strace()
+    pytest.importorskip("mcp", reason="the MCP SDK (extra 'mcp') is needed to serve over MCP")
+    status, printed = _explore_server(SERVE, tmp_path / "serve", "plain-write")
+    assert status == 0, printed
+    cells = next(line for line in printed.splitlines() if line.startswith("plain-write")).split()
+    assert int(cells[1]) >= 4 and cells[5] == "0", printed  # only the write's calls are killed
+    script = Path(__file__).with_name("mutant_serve.py")
+    careless = (sys.executable, str(script), "non_atomic_write", "{root}",
+                "--state-dir", "{state_dir}")  # fmt: skip
+    status, printed = _explore_server(careless, tmp_path / "careless", "plain-write")
+    assert status == 1, printed
+    report = (tmp_path / "careless" / "failures" / "plain-write-kills.txt").read_text()
+    assert "torn" in report, report
+
+
+@pytest.mark.slow
 def test_kills_are_judged_against_the_tree_the_preparation_left(tmp_path: Path) -> None:
     """A step that follows writes of its own: a kill leaves those writes, which are the
     "before" of the step, not a change it made."""

@@ -17,6 +17,7 @@ from editspec.spec.peers import matrix
 from editspec.spec.peers.cli import (
     compare_with_expectations,
     explore_lacks,
+    explore_scenario,
     main_peers,
     timing_lines,
     timing_text,
@@ -199,9 +200,11 @@ def test_the_times_of_a_catalog_run_are_listed_with_their_total():
 
 def test_the_crash_explorer_runs_where_its_scenario_fits(tmp_path):
     peers = peer_catalog.load_catalog()
-    assert explore_lacks(peers["editspec-serve"]) == []
-    # server-filesystem has no expected_sha256 (cas), which the single write passes
-    assert explore_lacks(peers["server-filesystem"]) == ["cas"]
+    assert explore_scenario(peers["editspec-serve"]) == "single-write"
+    # server-filesystem has no expected_sha256 (cas), which the single write passes: it
+    # is crashed in a write after a read instead
+    assert explore_lacks(peers["server-filesystem"]) == {"single-write": ["cas"], "plain-write": []}
+    assert explore_scenario(peers["server-filesystem"]) == "plain-write"
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "server-filesystem.json").write_text(json.dumps(ENTRIES[1]["report"]))
