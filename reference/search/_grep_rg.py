@@ -46,7 +46,8 @@ How the lines stay identical to the Python backend's:
 In the file-list mode ripgrep's exit status 2 raises ``RipgrepFailed`` ("auto" mode then
 runs the Python backend instead), unless every error it printed is about a file that
 vanished or cannot be read since the walk listed it: the Python backend skips those
-files too.
+files too. With ``max_results`` both modes read ripgrep's output a batch at a time and keep
+only the matches the result may hold (``_grep_py.Selection``).
 """
 
 from __future__ import annotations
@@ -60,13 +61,16 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from editspec.reference import _errors
+from editspec.reference._errors import ToolError
 from editspec.reference._results import GrepMatch
-from editspec.reference.search._grep_py import SKIPPED_ERRNOS
+from editspec.reference.search._grep_py import SKIPPED_ERRNOS, Selection
 from editspec.reference.search._grep_query import (
     BINARY_SNIFF_BYTES,
     BOM,
@@ -81,8 +85,12 @@ if TYPE_CHECKING:
     from editspec.reference._fs import FileSystem
 
 _POLL_SECONDS = 0.05
+_CHUNK_BYTES = 1 << 20  # ripgrep's output read at a time (``stream``)
+_PACE_SECONDS = 0.002  # the pause after a read of less than _PACE_BELOW (``stream``)
+_PACE_BELOW = 16 * 1024
 _WORKERS = 2  # ripgrep processes at a time (each is multi-threaded itself)
 _BATCH_FILES = 4096  # paths per process: ripgrep starts while the walk goes on
+_AHEAD = 2 * _WORKERS  # with ``max_results``, the most batches out before the walk waits
 _lookup_lock = threading.Lock()
 _lookup: dict[str, str | None] = {}
 
@@ -175,7 +183,9 @@ def spawn(
         raise RipgrepFailed("stopped")
     outputs = _memory_files()
     if outputs is None:
-        return _spawn_piped(command, cwd, check, stop)
+        chunks: list[bytes] = []
+        returncode, err = stream(command, cwd, check, stop, chunks.append)
+        return returncode, b"".join(chunks), err
     try:
         try:
             process = subprocess.Popen(
@@ -247,33 +257,59 @@ def _wait(
             os.close(pidfd)
 
 
-def _spawn_piped(
-    command: list[str], cwd: str, check: Callable[[], None], stop: threading.Event
-) -> tuple[int, bytes, bytes]:
+def stream(
+    command: list[str],
+    cwd: str,
+    check: Callable[[], None],
+    stop: threading.Event,
+    consume: Callable[[bytes], None],
+) -> tuple[int, bytes]:
+    """Run ripgrep, handing its standard output to ``consume`` as it is written, polling
+    for cancellation; its exit status and standard error.
+
+    Through pipes: ripgrep waits while ``consume`` works, so that no more of its output
+    is held than ``consume`` keeps. A short read is followed by a pause: ripgrep writes
+    each file's few hundred bytes as it finishes the file, and a wake-up for each would
+    cost more than the reading.
+    """
+    if stop.is_set():
+        raise RipgrepFailed("stopped")
     try:
+        pipe = subprocess.PIPE
         process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe
         )
     except OSError as exc:
         raise RipgrepFailed(f"cannot start ripgrep: {exc}") from exc
+    assert process.stdout is not None and process.stderr is not None
+    out, err = process.stdout.fileno(), process.stderr.fileno()
+    errors: list[bytes] = []
     try:
-        while True:
-            try:
-                out, err = process.communicate(timeout=_POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                if stop.is_set():
-                    raise RipgrepFailed("stopped") from None
-                check()
+        reading = [out, err]
+        while reading:
+            ready = select.select(reading, [], [], _POLL_SECONDS)[0]
+            if stop.is_set():
+                raise RipgrepFailed("stopped")
+            check()
+            for fd in ready:
+                chunk = os.read(fd, _CHUNK_BYTES)
+                if not chunk:
+                    reading.remove(fd)
+                elif fd == err:
+                    errors.append(chunk)
+                else:
+                    consume(chunk)
+                    if len(chunk) < _PACE_BELOW:
+                        time.sleep(_PACE_SECONDS)
+        _wait(process, check, stop)
     except BaseException:
         process.kill()
-        process.communicate()
+        process.wait()
         raise
-    return process.returncode, out, err
+    finally:
+        process.stdout.close()
+        process.stderr.close()
+    return process.returncode, b"".join(errors)
 
 
 def _run(command: list[str], cwd: str, check: Callable[[], None], stop: threading.Event) -> bytes:
@@ -291,14 +327,8 @@ _OS_ERROR = re.compile(rb"\(os error (\d+)\)\s*$")
 def _only_skipped_files(stderr: bytes) -> bool:
     """Whether every error ripgrep reported is one the Python backend skips a file for
     (it vanished or cannot be read since the walk listed it)."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    if not lines:
-        return False
-    for line in lines:
-        found = _OS_ERROR.search(line)
-        if found is None or int(found.group(1)) not in SKIPPED_ERRNOS:
-            return False
-    return True
+    found = [_OS_ERROR.search(line) for line in stderr.splitlines() if line.strip()]
+    return bool(found) and all(m is not None and int(m.group(1)) in SKIPPED_ERRNOS for m in found)
 
 
 def _records(output: bytes) -> Iterator[tuple[str, int, bytes]]:
@@ -312,11 +342,8 @@ def _records(output: bytes) -> Iterator[tuple[str, int, bytes]]:
             end = output.find(b"\n", colon + 1)
             if end == -1:
                 end = size
-            yield (
-                os.fsdecode(output[position:nul]),
-                int(output[nul + 1 : colon]),
-                output[colon + 1 : end],
-            )
+            path, number = os.fsdecode(output[position:nul]), int(output[nul + 1 : colon])
+            yield path, number, output[colon + 1 : end]
             position = end + 1
     except ValueError as exc:
         raise RipgrepFailed(f"unexpected ripgrep output: {exc}") from exc
@@ -329,24 +356,32 @@ def search(
     root: str,
     executable: str,
     check: Callable[[], None],
+    keep: int | None = None,
 ) -> list[GrepMatch]:
-    """Search every candidate with ripgrep as prefilter; matches in no particular order.
+    """Search every candidate with ripgrep as prefilter; the matches (with ``keep``, the
+    ``keep`` first in the result's order: ``Selection``) in no particular order.
 
-    Batches of paths go to ripgrep while ``groups`` is still being produced by the walk.
+    Batches of paths go to ripgrep while ``groups`` is still being produced by the walk;
+    each output is checked once it is in (``_Outputs``). With ``keep`` the walk waits
+    while ``_AHEAD`` batches are out: the outputs held stay a few batches' whatever the
+    size of the tree.
     """
     command = _command(executable, query)
     budget = _argument_budget()
-    stop = threading.Event()
-    directories: dict[str, int] = {}  # root-relative directory -> index in ``seen``
-    seen: list[FileGroup] = []
-    futures: list[Future[bytes]] = []
+    outputs = _Outputs(fs, query, keep, check)
+    stop = outputs.stop
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+
+        def run(batch: list[str]) -> None:
+            outputs.pending.append((pool.submit(_run, command + batch, root, check, stop), batch))
+            outputs.take_done(wait=keep is not None)
+
         try:
             batch: list[str] = []
             used = 0
             for group in groups:
-                directories[group.relative] = len(seen)
-                seen.append(group)
+                outputs.directories[group.relative] = len(outputs.groups)
+                outputs.groups.append(group)
                 prefix = group.relative + "/" if group.relative else ""
                 for name in group.names:
                     # "-" names standard input to ripgrep, even after "--".
@@ -355,51 +390,105 @@ def search(
                     size = len(argument) if argument.isascii() else len(os.fsencode(argument))
                     used += size + 9  # the string, its NUL and a pointer
                     if used >= budget or len(batch) >= _BATCH_FILES:
-                        futures.append(pool.submit(_run, command + batch, root, check, stop))
+                        run(batch)
                         batch, used = [], 0
             if batch:
-                futures.append(pool.submit(_run, command + batch, root, check, stop))
-            outputs = [future.result() for future in futures]
+                run(batch)
+            while outputs.pending:  # the first batch that failed raises
+                future, batch = outputs.pending.popleft()
+                outputs.take(future.result(), batch)
         except BaseException:
             stop.set()
             raise
-    candidates: dict[tuple[int, str], list[tuple[int, bytes]]] = {}
-    names: dict[int, set[str]] = {}
-    for output in outputs:
-        for path, number, raw in _records(output):
-            directory, _, name = (path[2:] if path == "./-" else path).rpartition("/")
-            index = directories.get(directory)
-            if index is not None and index not in names:
-                names[index] = set(seen[index].names)
-            if index is None or name not in names[index]:
-                raise RipgrepFailed(f"ripgrep reported a path it was not given: {path!r}")
-            candidates.setdefault((index, name), []).append((number, raw))
-    return _verify(fs, query, seen, candidates, check)
+    return outputs.matches()
 
 
-def _verify(
-    fs: FileSystem,
-    query: GrepQuery,
-    groups: Sequence[FileGroup],
-    candidates: dict[tuple[int, str], list[tuple[int, bytes]]],
-    check: Callable[[], None],
-) -> list[GrepMatch]:
-    """Python's verdict on ripgrep's candidate lines, binary files dropped."""
-    by_group: dict[int, list[str]] = {}
-    for index, name in candidates:
-        by_group.setdefault(index, []).append(name)
-    lines: list[tuple[str, int, str]] = []
-    for index in sorted(by_group):
-        check()
-        group = groups[index]
-        for name, head in fs.read_files(group.directory, by_group[index], limit=BINARY_SNIFF_BYTES):
-            path = group.report(name)
-            if isinstance(head, OSError):
-                if head.errno in SKIPPED_ERRNOS:
-                    continue
-                raise _errors.from_oserror(head, path, action="grep")
-            if is_binary(head) or head == BOM:
-                continue  # binary, or nothing but a BOM: no line at all
-            for number, raw in candidates[(index, name)]:
-                lines.append((path, number, decode_line(raw, number == 1)))
-    return match_lines(query, lines, check)  # in a grep worker: a deadline stops it
+class _Outputs:
+    """The outputs of ripgrep's batches in the file-list mode, checked as they come in.
+
+    The outcome is the one of checking every output once the last batch has run: the
+    first batch (in their order) that failed to run fails the search, then the first
+    output that is not what was asked for (``RipgrepFailed`` both), then the first error
+    of the checks, in the order of the directories. So a batch that failed is left for
+    the end, and a failure found in an output is held until every batch has run; a
+    cancellation is not held.
+    """
+
+    def __init__(
+        self, fs: FileSystem, query: GrepQuery, keep: int | None, check: Callable[[], None]
+    ) -> None:
+        self.fs = fs
+        self.query = query
+        self.check = check
+        self.stop = threading.Event()  # the batches' (they end as soon as it is set)
+        self.found = Selection(keep)
+        self.directories: dict[str, int] = {}  # root-relative directory -> index in ``groups``
+        self.groups: list[FileGroup] = []
+        self.pending: deque[tuple[Future[bytes], list[str]]] = deque()
+        self.unexpected: RipgrepFailed | None = None  # the first output not asked for
+        self.error: ToolError | None = None  # the first error of the checks
+
+    def take_done(self, *, wait: bool) -> None:
+        """Check the outputs in that come next; with ``wait``, wait for the next while
+        ``_AHEAD`` batches are out. A batch that failed stops the later ones."""
+        pending = self.pending
+        while pending and (pending[0][0].done() or (wait and len(pending) > _AHEAD)):
+            if pending[0][0].exception() is not None:  # waits for it
+                self.stop.set()
+                return
+            future, batch = pending.popleft()
+            self.take(future.result(), batch)
+
+    def take(self, output: bytes, batch: list[str]) -> None:
+        if self.unexpected is not None:
+            return  # only a batch that failed to run may still come first
+        given = set(batch)
+        candidates: dict[tuple[int, str], list[tuple[int, bytes]]] = {}
+        try:
+            for path, number, raw in _records(output):
+                if path not in given:
+                    raise RipgrepFailed(f"ripgrep reported a path it was not given: {path!r}")
+                directory, _, name = (path[2:] if path == "./-" else path).rpartition("/")
+                key = (self.directories[directory], name)
+                candidates.setdefault(key, []).append((number, raw))
+        except RipgrepFailed as exc:
+            self.unexpected = exc
+            return
+        if self.error is None and candidates:
+            try:
+                self.found.add(self._verify(candidates))
+            except ToolError as exc:
+                if exc.code == _errors.CANCELLED:
+                    raise
+                self.error = exc
+
+    def _verify(
+        self, candidates: dict[tuple[int, str], list[tuple[int, bytes]]]
+    ) -> list[GrepMatch]:
+        """Python's verdict on ripgrep's candidate lines, binary files dropped."""
+        by_group: dict[int, list[str]] = {}
+        for index, name in candidates:
+            by_group.setdefault(index, []).append(name)
+        lines: list[tuple[str, int, str]] = []
+        for index in sorted(by_group):
+            self.check()
+            group = self.groups[index]
+            heads = self.fs.read_files(group.directory, by_group[index], limit=BINARY_SNIFF_BYTES)
+            for name, head in heads:
+                path = group.report(name)
+                if isinstance(head, OSError):
+                    if head.errno in SKIPPED_ERRNOS:
+                        continue
+                    raise _errors.from_oserror(head, path, action="grep")
+                if is_binary(head) or head == BOM:
+                    continue  # binary, or nothing but a BOM: no line at all
+                for number, raw in candidates[(index, name)]:
+                    lines.append((path, number, decode_line(raw, number == 1)))
+        return match_lines(self.query, lines, self.check)  # in a worker: a deadline stops it
+
+    def matches(self) -> list[GrepMatch]:
+        if self.unexpected is not None:
+            raise self.unexpected
+        if self.error is not None:
+            raise self.error
+        return self.found.matches()

@@ -4,6 +4,11 @@ See ``_grep_rg``'s docstring for when it applies. ``walks_alike`` decides whethe
 ripgrep's walk keeps the engine's files on this tree; ``search_tree`` runs it with
 ``--json`` and checks that every match and the count of files searched are what the
 engine's walk would give (None otherwise: the caller falls back to the file list).
+
+ripgrep's output is read by ``_Messages``: whole once ripgrep has exited, or, for a Grep
+with ``max_results``, as ripgrep writes it (``_grep_rg.stream``), each file's lines checked
+once its end message is in and only the matches the result may hold kept, so that memory
+does not grow with the matches.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from editspec.reference import _errors
+from editspec.reference._errors import ToolError
 from editspec.reference._results import GrepMatch
-from editspec.reference.search._grep_py import SKIPPED_ERRNOS
+from editspec.reference.search._grep_py import SKIPPED_ERRNOS, Selection
 from editspec.reference.search._grep_query import (
     BINARY_SNIFF_BYTES,
     BOM,
@@ -29,8 +35,8 @@ from editspec.reference.search._grep_query import (
     decode_line,
     may_match,
 )
-from editspec.reference.search._grep_rg import RipgrepFailed, spawn
-from editspec.reference.search._grep_worker import match_lines, search_files
+from editspec.reference.search._grep_rg import RipgrepFailed, spawn, stream
+from editspec.reference.search._grep_worker import BATCH_BYTES, match_lines, search_files
 from editspec.reference.search._ignore import GITIGNORE, INFO_EXCLUDE
 from editspec.reference.search._walk import DIR, FILE, GIT_DIR, OTHER, SYMLINK
 
@@ -40,6 +46,12 @@ if TYPE_CHECKING:
 
 # Whether ripgrep may walk the tree itself where its walk provably equals the engine's.
 RG_WALKS = True
+UNCHECKED_FILES = 1 << 16
+"""The most files ripgrep printed lines of before the engine's walk listed them; past it,
+ripgrep waits for the walk to catch up (``_Messages``)."""
+_CATCH_UP_SECONDS = 0.005
+_AGAIN_FILES = 256  # files with a late NUL searched again together
+_LINE_COST = 200  # bytes a candidate line held costs besides its text (``BATCH_BYTES``)
 
 
 def root_ignore_files(fs: FileSystem, root: str, start: str) -> list[str]:
@@ -99,9 +111,13 @@ def _lstat_kind(fs: FileSystem, path: str) -> str | None:
 class TreeSearch(NamedTuple):
     """What ripgrep found walking the tree itself."""
 
-    matches: list[GrepMatch]
+    matches: list[GrepMatch]  # with ``keep``, the ``keep`` first (``Selection``)
     searched: int  # files ripgrep searched (its own count)
-    files: list[str]  # the files it printed lines of, relative to the search root
+    # Of the files it printed lines of (relative to the search root): those the walk had
+    # not listed when they were read, and whether the walk was found not to keep one.
+    unchecked: list[str]
+    alien: bool
+    error: ToolError | None  # the first failure of the checks, raised once the walk agrees
 
 
 def _tree_command(
@@ -151,11 +167,15 @@ def search_tree(
     executable: str,
     check: Callable[[], None],
     walk: Callable[[list[str]], int | None],
+    lists: Callable[[str], bool | None],
+    keep: int | None = None,
 ) -> TreeSearch | None:
     """Let ripgrep walk ``start`` (root-relative directory) itself while ``walk(given)``
     runs the engine's walk and counts its candidates; None when ``walk`` finds ripgrep's
     walk would differ (it returns None; ``given``: the root's ignore files ripgrep got,
-    for ``walks_alike``). Without candidates ripgrep is not waited for.
+    for ``walks_alike``). Without candidates ripgrep is not waited for. ``lists(path)``
+    tells whether the walk keeps a file below ``start``, None while it has not listed the
+    file's directory yet. With ``keep``, the ``keep`` first matches (``Selection``).
 
     Results are named ``reported`` + the path below ``start``. Raises ``RipgrepFailed``
     when ripgrep fails, prints anything on its standard error or output that is not its
@@ -164,8 +184,9 @@ def search_tree(
     given = root_ignore_files(fs, root, start)
     command = _tree_command(executable, query, root, start, given, max_bytes)
     stop = threading.Event()
+    messages = _Messages(fs, query, root, start, reported, keep, lists, check, stop)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        running = pool.submit(spawn, command, root, check, stop)
+        running = pool.submit(_run, command, root, check, stop, messages, keep is not None)
         try:
             listed = walk(given)
         except BaseException:
@@ -174,15 +195,27 @@ def search_tree(
         if not listed:
             stop.set()
             with contextlib.suppress(RipgrepFailed):
-                running.result()
-            return None if listed is None else TreeSearch([], 0, [])
-        returncode, out, err = running.result()
-    if returncode not in (0, 1) or err.strip():
-        message = err.decode("utf-8", "replace").strip().splitlines()
-        raise RipgrepFailed(message[0] if message else f"exit status {returncode}")
-    lines, binary, searched = _messages(out, start)
-    matches = _verify_tree(fs, query, root, start, reported, lines, binary, check)
-    return TreeSearch(matches, searched, list(lines))
+                running.result()  # a failure of its checks is the file-list mode's to meet
+            return None if listed is None else TreeSearch([], 0, [], False, None)
+        found = running.result()
+    if found.error is not None:
+        raise found.error
+    return found
+
+
+def _run(
+    command: list[str],
+    root: str,
+    check: Callable[[], None],
+    stop: threading.Event,
+    messages: _Messages,
+    streamed: bool,
+) -> TreeSearch:
+    if streamed:
+        returncode, err = stream(command, root, check, stop, messages.feed)
+        return messages.finish(returncode, err)
+    returncode, out, err = spawn(command, root, check, stop)
+    return messages.finish(returncode, err, out)
 
 
 def _json_text(value: object) -> str | bytes:
@@ -207,6 +240,9 @@ _MATCH = re.compile(
     + _JSON_STRING
     + rb'\},"line_number":(\d+),'
 )
+_END = re.compile(
+    rb'\{"type":"end","data":\{"path":\{"text":' + _JSON_STRING + rb'\},"binary_offset":null,'
+)
 
 
 def _json_string(raw: bytes) -> str:
@@ -216,58 +252,6 @@ def _json_string(raw: bytes) -> str:
         return str(json.loads(b'"' + raw + b'"'))
     text = body.decode("utf-8")
     return text if body is raw else text + "\n"
-
-
-def _messages(
-    out: bytes, start: str
-) -> tuple[dict[str, list[tuple[int, str | bytes]]], dict[str, int], int]:
-    """ripgrep's JSON lines: candidate lines and NUL offsets per path below ``start``,
-    and the number of files searched."""
-    head = "./" + start + "/" if start else ""
-    lines: dict[str, list[tuple[int, str | bytes]]] = {}
-    binary: dict[str, int] = {}
-    searched: int | None = None
-    match = _MATCH.match
-    texts: dict[bytes, list[tuple[int, str | bytes]]] = {}  # by the path as printed
-    try:
-        for raw in out.split(b"\n"):
-            if not raw or raw.startswith(b'{"type":"begin"'):
-                continue
-            fast = match(raw)
-            if fast is not None:
-                printed, text, digits = fast.groups()
-                candidate: tuple[int, str | bytes] = (int(digits), _json_string(text))
-                if printed in texts:
-                    texts[printed].append(candidate)
-                else:
-                    texts[printed] = [candidate]
-                continue
-            if raw.startswith(b'{"type":"end"') and b'"binary_offset":null' in raw:
-                continue
-            message = json.loads(raw)
-            kind = message["type"]
-            data = message["data"]
-            if kind == "match":
-                path = _below(_json_text(data["path"]), head)
-                number = data["line_number"]
-                if not isinstance(number, int):
-                    raise RipgrepFailed(f"unexpected ripgrep output: {message!r}")
-                lines.setdefault(path, []).append((number, _json_text(data["lines"])))
-            elif kind == "end":
-                offset = data["binary_offset"]
-                if offset is not None:
-                    binary[_below(_json_text(data["path"]), head)] = int(offset)
-            elif kind == "summary":
-                searched = int(data["stats"]["searches"])
-            elif kind != "begin":
-                raise RipgrepFailed(f"unexpected ripgrep output: {message!r}")
-        for printed, candidates in texts.items():
-            lines.setdefault(_below(_json_string(printed), head), []).extend(candidates)
-    except (KeyError, TypeError, ValueError, RecursionError) as exc:
-        raise RipgrepFailed(f"unexpected ripgrep output: {exc!r}") from exc
-    if searched is None:
-        raise RipgrepFailed("ripgrep printed no summary")
-    return lines, binary, searched
 
 
 # An empty, "." or ".." segment: not a path a walk below the search root prints.
@@ -285,30 +269,144 @@ def _below(path: str | bytes, head: str) -> str:
     return below
 
 
-def _verify_tree(
-    fs: FileSystem,
-    query: GrepQuery,
-    root: str,
-    start: str,
-    reported: str,
-    lines: dict[str, list[tuple[int, str | bytes]]],
-    binary: dict[str, int],
-    check: Callable[[], None],
-) -> list[GrepMatch]:
-    """Python's verdict on ripgrep's candidate lines: a file with a NUL in its first
-    8 KiB is binary; one with a NUL further on is searched again by the Python backend
-    (ripgrep split its lines at the NUL); every other line is checked with ``re``."""
-    prefix = reported + "/" if reported else ""
-    candidates: list[tuple[str, int, str]] = []
-    again: dict[str, list[str]] = {}
-    for below, found in lines.items():
-        offset = binary.get(below)
+class _Messages:
+    """ripgrep's JSON lines, read as they come (``feed``), and Python's verdict on them.
+
+    A file's candidate lines are held until its end message tells whether it is binary:
+    a NUL in its first 8 KiB drops it, a NUL further on has it searched again by the
+    Python backend (ripgrep split its lines at the NUL), and otherwise its lines are
+    checked with ``re`` in batches of ``BATCH_BYTES``; the matches go to a ``Selection``.
+    The outcome is the one of reading the whole output first: ripgrep's failure or an
+    output that is not its JSON wins (``RipgrepFailed``), so a failure of the checks is
+    held until ripgrep has exited, its output is read and the walks are found alike (a
+    cancellation is not held).
+    Each file printed is looked up in the walk's listing as soon as the walk has listed
+    its directory; past ``UNCHECKED_FILES`` waiting, ripgrep waits for the walk.
+    """
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        query: GrepQuery,
+        root: str,
+        start: str,
+        reported: str,
+        keep: int | None,
+        lists: Callable[[str], bool | None],
+        check: Callable[[], None],
+        stop: threading.Event,
+    ) -> None:
+        self.fs = fs
+        self.query = query
+        self.lists = lists
+        self.check = check
+        self.stop = stop
+        self.head = "./" + start + "/" if start else ""
+        self.prefix = reported + "/" if reported else ""
+        self.base = os.path.join(root, *start.split("/")) if start else root
+        self.found = Selection(keep)
+        self.files: dict[str, list[tuple[int, str | bytes]]] = {}  # until the file's end
+        self.lines: list[tuple[str, int, str]] = []  # candidate lines to check
+        self.line_bytes = 0
+        self.again: list[str] = []  # files to search again
+        self.unchecked: list[str] = []
+        self.alien = False
+        self.searched: int | None = None
+        self.error: ToolError | None = None
+        self.rest = b""  # a line not ended yet
+        self.printed: bytes | None = None  # the last path read fast, as printed
+        self.below = ""  # and below the search root
+
+    def feed(self, chunk: bytes) -> None:
+        """The next bytes of ripgrep's output."""
+        lines = (self.rest + chunk if self.rest else chunk).split(b"\n")
+        self.rest = lines.pop()
+        for raw in lines:
+            self._read(raw)
+
+    def finish(self, returncode: int, err: bytes, rest: bytes = b"") -> TreeSearch:
+        """The outcome, once ripgrep has exited (``rest``: output not fed yet)."""
+        if returncode not in (0, 1) or err.strip():
+            message = err.decode("utf-8", "replace").strip().splitlines()
+            raise RipgrepFailed(message[0] if message else f"exit status {returncode}")
+        if rest:
+            self.feed(rest)
+        if self.rest:
+            self._read(self.rest)  # a last line without a newline
+            self.rest = b""
+        if self.searched is None:
+            raise RipgrepFailed("ripgrep printed no summary")
+        for below in list(self.files):
+            self._end(below, None)
+        self._check_lines()
+        self._search_again()
+        matches = self.found.matches()
+        return TreeSearch(matches, self.searched, self.unchecked, self.alien, self.error)
+
+    def _read(self, raw: bytes) -> None:
+        """One JSON line."""
+        if not raw or raw.startswith(b'{"type":"begin"'):
+            return
+        try:
+            fast = _MATCH.match(raw)
+            if fast is not None:
+                printed, text, digits = fast.groups()
+                self._line(self._path(printed), int(digits), _json_string(text))
+                return
+            fast = _END.match(raw)
+            if fast is not None:
+                self._end(self._path(fast.group(1)), None)
+                return
+            message = json.loads(raw)
+            kind = message["type"]
+            data = message["data"]
+            if kind == "match":
+                number = data["line_number"]
+                if not isinstance(number, int):
+                    raise RipgrepFailed(f"unexpected ripgrep output: {message!r}")
+                below = _below(_json_text(data["path"]), self.head)
+                self._line(below, number, _json_text(data["lines"]))
+                return
+            if kind == "summary":
+                self.searched = int(data["stats"]["searches"])
+                return
+            if kind == "begin":
+                return
+            if kind != "end":
+                raise RipgrepFailed(f"unexpected ripgrep output: {message!r}")
+            below = _below(_json_text(data["path"]), self.head)
+            offset = data["binary_offset"]
+            offset = None if offset is None else int(offset)
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
+            raise RipgrepFailed(f"unexpected ripgrep output: {exc!r}") from exc
+        self._end(below, offset)
+
+    def _path(self, printed: bytes) -> str:
+        if printed != self.printed:
+            self.below = _below(_json_string(printed), self.head)
+            self.printed = printed
+        return self.below
+
+    def _line(self, below: str, number: int, raw: str | bytes) -> None:
+        found = self.files.get(below)
+        if found is None:
+            self.files[below] = [(number, raw)]
+        else:
+            found.append((number, raw))
+
+    def _end(self, below: str, offset: int | None) -> None:
+        """A file's output is complete (``offset``: of its first NUL, if any)."""
+        found = self.files.pop(below, None)
+        if found is None:
+            return
+        self._note(below)
         if offset is not None:
             if offset >= BINARY_SNIFF_BYTES:
-                directory, _, name = below.rpartition("/")
-                again.setdefault(directory, []).append(name)
-            continue
-        path = prefix + below
+                self.again.append(below)
+                if len(self.again) >= _AGAIN_FILES:
+                    self._search_again()
+            return
+        path = self.prefix + below
         for number, raw in found:
             if number == 1 and raw in (BOM, "\ufeff"):
                 continue  # the file is nothing but a BOM: no line at all
@@ -319,18 +417,66 @@ def _verify_tree(
                 if number == 1:
                     line = line.removeprefix("\ufeff")
                 line = line.removesuffix("\r")
-            candidates.append((path, number, line))
-    matches = match_lines(query, candidates, check)  # in a grep worker: a deadline stops it
-    base = os.path.join(root, *start.split("/")) if start else root
-    for directory, names in sorted(again.items()):
-        check()
-        absolute = os.path.join(base, *directory.split("/")) if directory else base
-        shown = prefix + directory + "/" if directory else prefix
-        for name, data in fs.read_files(absolute, names):
-            if isinstance(data, OSError):
-                if data.errno in SKIPPED_ERRNOS:
-                    continue
-                raise _errors.from_oserror(data, shown + name, action="grep")
-            if may_match(query, data):
-                matches.extend(search_files(query, [(shown + name, data)], check))
-    return matches
+            self.lines.append((path, number, line))
+            self.line_bytes += len(line) + _LINE_COST
+        if self.line_bytes >= BATCH_BYTES:
+            self._check_lines()
+
+    def _note(self, below: str) -> None:
+        """Look ``below`` up in the walk's listing, or keep it for later."""
+        if self._known(below):
+            return
+        self.unchecked.append(below)
+        if len(self.unchecked) <= UNCHECKED_FILES:
+            return
+        while True:  # until the walk has listed half of them: ripgrep waits meanwhile
+            self.unchecked = [name for name in self.unchecked if not self._known(name)]
+            if len(self.unchecked) <= UNCHECKED_FILES // 2:
+                return
+            if self.stop.wait(_CATCH_UP_SECONDS):
+                raise RipgrepFailed("stopped")
+            self.check()
+
+    def _known(self, below: str) -> bool:
+        listed = self.lists(below)
+        if listed is False:
+            self.alien = True
+        return listed is not None
+
+    def _held(self, work: Callable[[], None]) -> None:
+        """Run a check, holding its failure (the first) for ``search_tree``."""
+        if self.error is not None:
+            return
+        try:
+            work()
+        except ToolError as exc:
+            if exc.code == _errors.CANCELLED:
+                raise
+            self.error = exc
+
+    def _check_lines(self) -> None:
+        lines, self.lines, self.line_bytes = self.lines, [], 0
+        if lines:  # in a grep worker: a deadline stops it
+            self._held(lambda: self.found.add(match_lines(self.query, lines, self.check)))
+
+    def _search_again(self) -> None:
+        by_directory: dict[str, list[str]] = {}
+        for below in self.again:
+            directory, _, name = below.rpartition("/")
+            by_directory.setdefault(directory, []).append(name)
+        self.again = []
+        if by_directory:
+            self._held(lambda: self._search_files(by_directory))
+
+    def _search_files(self, by_directory: dict[str, list[str]]) -> None:
+        for directory, names in sorted(by_directory.items()):
+            self.check()
+            absolute = os.path.join(self.base, *directory.split("/")) if directory else self.base
+            shown = self.prefix + directory + "/" if directory else self.prefix
+            for name, data in self.fs.read_files(absolute, names):
+                if isinstance(data, OSError):
+                    if data.errno in SKIPPED_ERRNOS:
+                        continue
+                    raise _errors.from_oserror(data, shown + name, action="grep")
+                if may_match(self.query, data):
+                    self.found.add(search_files(self.query, [(shown + name, data)], self.check))

@@ -4,8 +4,10 @@ Grep. See ``_grep_query`` for what a match is. Candidates are the regular files 
 walk (symlinks are not followed, ignored paths skipped), filtered by ``include`` and by
 ``Limits.grep_file_bytes`` (larger files are skipped and counted). ``files_searched``
 counts the candidates, binary files included (they are opened and recognised). Matches
-are ordered by path, then line. A deadline (a ``time.monotonic()`` value) or a cancel
-token (``threading.Event``) ends the search with CANCELLED, never a partial result.
+are ordered by path, then line; with ``max_results`` each backend keeps only the first
+``max_results + 1`` (``_grep_py.Selection``), so that memory does not grow with the
+matches. A deadline (a ``time.monotonic()`` value) or a cancel token
+(``threading.Event``) ends the search with CANCELLED, never a partial result.
 
 ``include`` is a gitignore-style pattern applied with ``pathspec.GitIgnoreSpec`` to the
 path relative to the search root: ``*.py`` matches at any depth, ``src/*.py`` is anchored,
@@ -25,6 +27,7 @@ searched says some were over the size limit (``Candidates``).
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -173,8 +176,13 @@ class Candidates:
         # prefix) of each directory with candidates.
         self._listed: list[tuple[str, str, list[str], str]] = []
         self._listed_count = 0
-        # ``lists``: the names of each directory, made a set when first asked about.
-        self._index: dict[str, list[str] | set[str]] = {}
+        # ``lists``: the names of each directory as the walk lists it (the lists of
+        # ``_listed``), sorted in place when first asked about, from ripgrep's reading
+        # thread while the walk goes on; no set of them (a tree of 500 000 files would
+        # hold 20 MiB more).
+        self._index: dict[str, list[str]] = {}
+        self._sorted: set[str] = set()
+        self._walked = False
         self._listing = self._list()
         self._walk = self._produce()
 
@@ -194,21 +202,25 @@ class Candidates:
         """Walk to the end without the size step (before any iteration), keeping the
         names; the number of candidates listed."""
         for path, directory, entries, reported in self._listing:
-            self._listed.append((path, directory, [entry.name for entry in entries], reported))
+            names = [entry.name for entry in entries]
+            self._listed.append((path, directory, names, reported))
+            self._index[directory] = names
             self._listed_count += len(entries)
+        self._walked = True
         return self._listed_count
 
-    def lists(self, relative: str) -> bool:
-        """Whether the walk listed the root-relative file ``relative`` (after ``listed``)."""
+    def lists(self, relative: str) -> bool | None:
+        """Whether the walk listed the root-relative file ``relative``: None while
+        ``listed`` runs and has not listed its directory yet."""
         directory, _, name = relative.rpartition("/")
-        if not self._index:
-            self._index = {item[1]: item[2] for item in self._listed}
         names = self._index.get(directory)
         if names is None:
-            return False
-        if not isinstance(names, set):
-            names = self._index[directory] = set(names)
-        return name in names
+            return False if self._walked else None
+        if directory not in self._sorted:
+            names.sort()
+            self._sorted.add(directory)
+        at = bisect.bisect_left(names, name)
+        return at < len(names) and names[at] == name
 
     def _list(self) -> Iterator[tuple[str, str, list[os.DirEntry[str]], str]]:
         root = self.root
@@ -304,9 +316,11 @@ def _search_tree(
     candidates: Candidates,
     executable: str,
     check: Callable[[], None],
+    keep: int | None,
 ) -> list[GrepMatch] | None:
     """Grep with ripgrep walking the tree itself while the engine's walk lists the
-    candidates; None when the two walks may differ (then the file-list mode runs).
+    candidates; None when the two walks may differ (then the file-list mode runs). With
+    ``keep``, the ``keep`` first matches (``_grep_py.Selection``).
 
     The engine's walk is still needed: it proves ripgrep applies the same ignore rules
     (``_rg_tree.walks_alike``) and counts the candidates. When ripgrep searched as many
@@ -325,6 +339,11 @@ def _search_tree(
         listed = candidates.listed()
         return listed if _rg_tree.walks_alike(tree, root.relative, given) else None
 
+    head = root.relative + "/" if root.relative else ""
+
+    def lists(below: str) -> bool | None:
+        return candidates.lists(head + below)
+
     try:
         found = _rg_tree.search_tree(
             tree.fs,
@@ -336,13 +355,14 @@ def _search_tree(
             executable,
             check,
             walk,
+            lists,
+            keep,
         )
     except _grep_rg.RipgrepFailed:
         return None  # the file-list mode decides what ripgrep's failure means
     if found is None:
         return None
-    head = root.relative + "/" if root.relative else ""
-    if not all(candidates.lists(head + below) for below in found.files):
+    if found.alien or not all(lists(below) for below in found.unchecked):
         return None  # ripgrep searched a file the walk did not keep
     if found.searched == candidates.listed():
         candidates.searched = found.searched
@@ -377,6 +397,7 @@ def grep(
     query = compile_query(pattern, ignore_case=check_bool("ignore_case", ignore_case))
     _grep_worker.warm()  # the regex runs in a worker process (LIMIT-031): it boots meanwhile
     limit = check_max(max_results, "max_results")
+    keep = None if limit is None else limit + 1  # one more tells whether it was truncated
     include_spec = _include(include, limits)
     mode = workspace.grep_backend
     if mode not in BACKENDS:
@@ -392,18 +413,20 @@ def grep(
     if executable is not None and (mode == "rg" or query.rg_literals):
         try:
             if _tree_mode(workspace, root, include_spec, tree):
-                matches = _search_tree(workspace, query, root, tree, candidates, executable, check)
+                matches = _search_tree(
+                    workspace, query, root, tree, candidates, executable, check, keep
+                )
             if matches is None:
                 matches = _grep_rg.search(
-                    tree.fs, query, candidates, workspace.root, executable, check
+                    tree.fs, query, candidates, workspace.root, executable, check, keep
                 )
             backend = "rg"
         except _grep_rg.RipgrepFailed as exc:
             if mode == "rg":
                 raise ToolError(_errors.IO_ERROR, f"ripgrep failed: {exc}") from exc
     if matches is None:
-        matches = _grep_py.search(tree.fs, query, candidates.all(), check)
-    matches.sort(key=lambda m: (m.path, m.line, m.column))
+        matches = _grep_py.search(tree.fs, query, candidates.all(), check, keep)
+    matches.sort(key=_grep_py.result_order)
     truncated = limit is not None and len(matches) > limit
     return GrepResult(
         matches=tuple(matches[:limit] if truncated else matches),

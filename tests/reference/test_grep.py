@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from editspec.reference import FileSystem, Limits, ToolError, Workspace
+from editspec.reference import FileSystem, GrepMatch, Limits, ToolError, Workspace
 from editspec.reference.search import _grep_rg, _rg_tree
+from editspec.reference.search._grep_py import Selection, result_order
 from editspec.reference.search._grep_query import (
     compile_query,
     python_safe,
@@ -803,6 +806,12 @@ def _match(path: object, line: object, number: object = 1) -> dict[str, Any]:
 SUMMARY = {"type": "summary", "data": {"stats": {"searches": 1}}}
 
 
+def late_nul(path: str) -> list[dict[str, Any]]:
+    """ripgrep's messages for a file with a NUL after its first 8 KiB."""
+    end = {"path": {"text": path}, "binary_offset": 9000}
+    return [_match({"text": path}, {"text": "x\n"}), {"type": "end", "data": end}]
+
+
 @needs_rg
 @pytest.mark.parametrize(
     "script",
@@ -830,13 +839,15 @@ SUMMARY = {"type": "summary", "data": {"stats": {"searches": 1}}}
         "exit 2",
     ],
 )
+@pytest.mark.parametrize("max_results", [None, 1])
 def test_what_ripgrep_walking_itself_prints_decides_whether_it_is_used(
-    root: Path, workspace: Workspace, wrapped_rg: Any, script: str
+    root: Path, workspace: Workspace, wrapped_rg: Any, script: str, max_results: int | None
 ) -> None:
+    """Read whole once ripgrep has exited, or as it comes with ``max_results``."""
     wrapped_rg(script)
     make_tree(root, {"f": "TODO\n"})
     workspace.grep_backend = "rg"
-    result = workspace.session("s").grep("TODO")
+    result = workspace.session("s").grep("TODO", max_results=max_results)
     # The file-list mode ran instead, with ripgrep itself.
     assert (hits(result), result.files_searched, result.backend) == (
         [("f", 1, 1, "TODO")],
@@ -846,9 +857,11 @@ def test_what_ripgrep_walking_itself_prints_decides_whether_it_is_used(
 
 
 @needs_rg
+@pytest.mark.parametrize("max_results", [None, 2])
 def test_ripgrep_json_with_escapes_and_bytes_is_read(
-    root: Path, workspace: Workspace, wrapped_rg: Any
+    root: Path, workspace: Workspace, wrapped_rg: Any, max_results: int | None
 ) -> None:
+    summary = prints(SUMMARY).replace("'%s\\n'", "'%s'")  # the last line without a newline
     wrapped_rg(
         prints(
             # Other key orders than ripgrep's are read too.
@@ -856,12 +869,15 @@ def test_ripgrep_json_with_escapes_and_bytes_is_read(
             _match({"bytes": "Zg=="}, {"bytes": "VE9ETyDp"}),  # f: b"TODO \xe9"
             _match({"text": "f"}, {"text": '"TODO"\t\\\n'}, 2),
             {"data": {"path": {"text": "f"}, "binary_offset": None}, "type": "end"},
-            SUMMARY,
+            # The end of a file without lines.
+            {"type": "end", "data": {"path": {"text": "g"}, "binary_offset": None, "stats": {}}},
         )
+        + "; "
+        + summary
     )
     make_tree(root, {"f": "other\nlines\n"})
     workspace.grep_backend = "rg"
-    result = workspace.session("s").grep("TODO")
+    result = workspace.session("s").grep("TODO", max_results=max_results)
     assert hits(result) == [("f", 1, 1, "TODO \ufffd"), ("f", 2, 2, '"TODO"\t\\')]
 
 
@@ -876,24 +892,40 @@ def test_a_path_ripgrep_prints_outside_a_search_below_the_root_is_refused(
 
 
 @needs_rg
+@pytest.mark.parametrize("max_results", [None, 2])
 def test_a_late_nul_file_is_searched_again_and_may_be_gone_meanwhile(
-    root: Path, workspace: Workspace, wrapped_rg: Any
+    root: Path,
+    workspace: Workspace,
+    wrapped_rg: Any,
+    tree_modes: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+    max_results: int | None,
 ) -> None:
-    def late(path: str) -> list[dict[str, Any]]:
-        end = {"path": {"text": path}, "binary_offset": 9000}
-        return [_match({"text": path}, {"text": "x\n"}), {"type": "end", "data": end}]
-
+    monkeypatch.setattr(_rg_tree, "_AGAIN_FILES", 1)  # each searched again on its own
     long = "x" * 300  # a name too long to open: an error that is not skipped but raised
-    make_tree(root, {"late": b"TODO\n" + b"a" * 9000 + b"\0 TODO\n", "d": {}})
-    wrapped_rg(prints(*late("late"), *late("gone"), *late("d"), SUMMARY))
+    make_tree(
+        root,
+        {
+            "late": b"TODO\n" + b"a" * 9000 + b"\0 TODO\n",
+            "d": {},
+            "other": b"a" * 9000 + b"\0 line\n",  # a file without the literal
+        },
+    )
+    late = [("late", 1, 1, "TODO"), ("late", 2, 9003, "a" * 9000 + "\0 TODO")]
+    summary = {"type": "summary", "data": {"stats": {"searches": 2}}}
+    wrapped_rg(prints(*late_nul("late"), *late_nul("other"), summary))
     workspace.grep_backend = "rg"
     session = workspace.session("s")
-    assert hits(session.grep("TODO")) == [
-        ("late", 1, 1, "TODO"),
-        ("late", 2, 9003, "a" * 9000 + "\0 TODO"),
-    ]
-    wrapped_rg(prints(*late(long), SUMMARY))
-    assert error(lambda: session.grep("TODO")) == "INVALID_ARGUMENT"
+    assert hits(session.grep("TODO", max_results=max_results)) == late
+    assert tree_modes == [True]
+    # Files that are gone or not files any more are skipped (and these, which the walk
+    # did not keep, hand the search to the file list).
+    wrapped_rg(prints(*late_nul("late"), *late_nul("gone"), *late_nul("d"), SUMMARY))
+    assert hits(session.grep("TODO", max_results=max_results)) == late
+    # The first failure is the one raised; nothing more is checked after it.
+    line = _match({"text": "f"}, {"text": "x"})
+    wrapped_rg(prints(*late_nul(long), *late_nul("late"), line, SUMMARY))
+    assert error(lambda: session.grep("TODO", max_results=max_results)) == "INVALID_ARGUMENT"
 
 
 @needs_rg
@@ -1125,6 +1157,8 @@ def test_a_stopped_batch_does_not_start_and_a_running_one_is_killed(
     stop.set()
     with pytest.raises(_grep_rg.RipgrepFailed):
         _grep_rg._run(["sleep", "30"], str(tmp_path), lambda: None, stop)
+    with pytest.raises(_grep_rg.RipgrepFailed):
+        _grep_rg.stream(["sleep", "30"], str(tmp_path), lambda: None, stop, lambda chunk: None)
     running = threading.Event()
     threading.Timer(0.2, running.set).start()
     started = time.monotonic()
@@ -1164,3 +1198,271 @@ def test_candidates_that_vanish_during_the_walk_are_not_counted(root: Path, tmp_
     workspace = Workspace(root, tmp_path / "s", fs=scripted_fs(vanish="vanish"))
     result = workspace.session("s").grep("TODO")
     assert ([m.path for m in result.matches], result.files_searched) == (["kept.txt"], 1)
+
+
+# -- max_results: the matches kept ----------------------------------------------------------
+
+PLACES = st.tuples(st.sampled_from(["a", "a-b", "a/b", "a/b/c", "b", "é"]), st.integers(1, 40))
+
+
+@given(
+    places=st.lists(PLACES, unique=True, max_size=60),
+    keep=st.integers(1, 8),
+    order=st.randoms(use_true_random=False),
+    sizes=st.lists(st.integers(0, 7), min_size=1, max_size=6),
+)
+def test_a_selection_keeps_what_a_full_sort_and_cut_keeps(
+    places: list[tuple[str, int]], keep: int, order: Any, sizes: list[int]
+) -> None:
+    found = [GrepMatch(path=p, line=n, column=n % 3 + 1, text=f"{p}:{n}") for p, n in places]
+    order.shuffle(found)
+    selection = Selection(keep)
+    start = 0
+    for size in sizes * len(found):  # batches of any size, empty ones too
+        selection.add(found[start : start + size])
+        start += size
+    selection.add(found[start:])
+    assert sorted(selection.matches(), key=result_order) == sorted(found, key=result_order)[:keep]
+    everything = Selection(None)
+    everything.add(found)
+    assert everything.matches() == found
+
+
+@pytest.fixture(scope="module")
+def matching_trees(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """Trees of 800 and 8 000 files, every one of which has one line matching ``^# file``."""
+    trees = {}
+    for files in (800, 8_000):
+        root = tmp_path_factory.mktemp(f"tree{files}")
+        for number in range(files):
+            directory = root / f"d{number // 100}"
+            if number % 100 == 0:
+                directory.mkdir()
+            (directory / f"f{number}.py").write_text(
+                f"# file {number} {'-' * 100}\nvalue = {number}\n" + "alpha beta gamma\n" * 4
+            )
+        trees[files] = root
+    return trees
+
+
+@pytest.mark.parametrize("mode", ["python", "rg walking", "rg file list"])
+def test_memory_of_a_grep_with_max_results_does_not_grow_with_the_matches(
+    matching_trees: dict[int, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """Peak memory (tracemalloc) of ``grep(max_results=100)``, 800 and then 8 000 files
+    matching: what the larger grep holds more is at most the walk's listing of the files
+    (under 200 bytes a file), not the matches. Holding every match until the cut costs
+    440 bytes a file here in the Python backend, 1 100 with ripgrep given the file list,
+    1 700 with ripgrep walking the tree."""
+    import tracemalloc
+
+    from editspec.reference.search import _grep_py, _grep_worker
+
+    if mode != "python" and not HAVE_RG:
+        pytest.skip("no rg")
+    # Small batches, so that 800 files are already many batches: the bound is
+    # ``max_results`` plus one batch, and the default batch is 4 MiB.
+    for module in (_grep_worker, _grep_py, _rg_tree):
+        monkeypatch.setattr(module, "BATCH_BYTES", 16 * 1024)
+    monkeypatch.setattr(_grep_rg, "_BATCH_FILES", 256)
+    monkeypatch.setattr(_rg_tree, "RG_WALKS", mode == "rg walking")
+    peaks = {}
+    for files, tree in matching_trees.items():
+        workspace = Workspace(tree, tmp_path / f"state{files}")
+        workspace.grep_backend = "python" if mode == "python" else "rg"
+        session = workspace.session("s")
+        session.grep("nothing matches this #")  # the worker started, the imports done
+        tracemalloc.start()
+        try:
+            result = session.grep("^# file", max_results=100)
+            peaks[files] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            workspace.close()
+        assert (len(result.matches), result.truncated, result.files_searched) == (100, True, files)
+        assert [m.path for m in result.matches] == sorted(m.path for m in result.matches)
+    per_file = (peaks[8_000] - peaks[800]) / 7_200
+    assert per_file < 250, f"{per_file:.0f} bytes more per file matching ({peaks})"
+
+
+def outcome(session: Any, pattern: str, **kw: Any) -> tuple[object, ...]:
+    """The outcome of a Grep: its matches and counts, or its error code and message."""
+    try:
+        result = session.grep(pattern, **kw)
+    except ToolError as exc:
+        return ("error", exc.code, str(exc))
+    return (hits(result), result.truncated, result.files_searched, result.backend)
+
+
+def same_outcome(session: Any, pattern: str, **kw: Any) -> tuple[object, ...]:
+    """The outcome of the Grep without ``max_results``, once that of the Grep with
+    ``max_results=1`` is found to be it cut after one match (or the same error)."""
+    whole = outcome(session, pattern, **kw)
+    cut = outcome(session, pattern, max_results=1, **kw)
+    if whole[0] == "error":
+        assert cut == whole
+    else:
+        matches = list(whole[0])  # type: ignore[call-overload]
+        assert cut == (matches[:1], len(matches) > 1, *whole[2:])
+    return whole
+
+
+def failing_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """ripgrep in the file-list mode, a file a batch, except where ``script`` (a ``case``
+    on its arguments) answers instead."""
+    real = _grep_rg.find_rg()
+    path = tmp_path / "failing-rg"
+    path.write_text(f'#!/bin/sh\ncase " $* " in\n{script}\nesac\nexec "{real}" "$@"\n')
+    path.chmod(0o755)
+    monkeypatch.setattr(_grep_rg, "find_rg", lambda: str(path))
+
+
+@pytest.fixture
+def one_file_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_rg_tree, "RG_WALKS", False)
+    monkeypatch.setattr(_grep_rg, "_BATCH_FILES", 1)
+    monkeypatch.setattr(_grep_rg, "_AHEAD", 1)
+
+
+@needs_rg
+def test_the_first_batch_that_fails_fails_the_search_with_max_results_too(
+    root: Path,
+    workspace: Workspace,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    one_file_batches: None,
+) -> None:
+    make_tree(root, {"ok": "TODO\n", **{f"fail{i}": "TODO\n" for i in range(5)}})
+    failing_rg(tmp_path, monkeypatch, '*" fail"*) echo "rg: $# broken" >&2; exit 2;;')
+    workspace.grep_backend = "rg"
+    session = workspace.session("s")
+    found = same_outcome(session, "TODO")
+    assert found[:2] == ("error", "IO_ERROR") and "broken" in str(found[2])
+    workspace.grep_backend = "auto"  # the Python backend takes over
+    found = same_outcome(session, "TODO")
+    every = [(f"fail{i}", 1, 1, "TODO") for i in range(5)] + [("ok", 1, 1, "TODO")]
+    assert found == (every, False, 6, "python")
+
+
+@needs_rg
+def test_output_not_asked_for_wins_over_a_read_error_of_an_earlier_batch(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_file_batches: None
+) -> None:
+    import errno
+
+    from tests.reference.search_trees import scripted_fs
+
+    # The root's files are the first batches, ``sub``'s come after them.
+    make_tree(root, {"bad": "TODO\n", "good": "TODO\n", "sub": {"odd": "TODO\n", "z": "TODO\n"}})
+    workspace = Workspace(root, tmp_path / "state", fs=scripted_fs(fail_read={"/bad": errno.EIO}))
+    workspace.grep_backend = "rg"
+    session = workspace.session("s")
+    found = same_outcome(session, "TODO")
+    assert found[:2] == ("error", "IO_ERROR") and "bad" in str(found[2])
+    failing_rg(tmp_path, monkeypatch, "*\" sub/odd \"*) printf 'elsewhere\\0001:TODO\\n';;")
+    found = same_outcome(session, "TODO")
+    assert found[:2] == ("error", "IO_ERROR") and "not given: 'elsewhere'" in str(found[2])
+
+
+@needs_rg
+@pytest.mark.parametrize("walks", [True, False])
+def test_cancellation_while_ripgrep_lines_are_checked_is_an_error(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch, walks: bool
+) -> None:
+    """A read of file contents sets the token: in the file-list mode, the read of a
+    candidate's first bytes; with ripgrep walking, the read of a file with a late NUL."""
+    make_tree(root, {"f": "TODO\n", "late": b"TODO\n" + b"a" * 9000 + b"\0 TODO\n"})
+    token = threading.Event()
+    if walks:
+        original = FileSystem.read_files
+
+        def read_files(self: FileSystem, *args: Any, **kw: Any) -> Any:
+            token.set()
+            return original(self, *args, **kw)
+
+        monkeypatch.setattr(FileSystem, "read_files", read_files)
+        workspace = Workspace(root, state_dir)
+    else:
+        workspace = Workspace(root, state_dir, fs=_CancelOnRead(token))
+    workspace.grep_backend = "rg"
+    session = workspace.session("s")
+    for limit in (None, 1):
+        token.clear()
+        assert outcome(session, "TODO", cancel=token, max_results=limit)[:2] == (
+            "error",
+            "CANCELLED",
+        )
+
+
+def slow_walk(monkeypatch: pytest.MonkeyPatch, fail: str | None = None) -> None:
+    """Each directory listing through the fs port takes a while (ripgrep's walk does not),
+    and the listing of a directory named ``fail`` fails with EIO."""
+    import errno
+    import os
+
+    original = FileSystem.scandir
+
+    def scandir(self: FileSystem, path: str) -> Any:
+        time.sleep(0.05)
+        if fail is not None and os.path.basename(path) == fail:
+            raise OSError(errno.EIO, "injected", path)
+        return original(self, path)
+
+    monkeypatch.setattr(FileSystem, "scandir", scandir)
+
+
+@needs_rg
+def test_ripgrep_ahead_of_the_walk_waits_for_it_and_its_files_are_still_checked(
+    root: Path,
+    workspace: Workspace,
+    wrapped_rg: Any,
+    tree_modes: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_tree(root, {f"d{i}": {"f": "TODO\n"} for i in range(4)})
+    slow_walk(monkeypatch)
+    monkeypatch.setattr(_rg_tree, "UNCHECKED_FILES", 1)
+    workspace.grep_backend = "rg"
+    session = workspace.session("s")
+    expected = [(f"d{i}/f", 1, 1, "TODO") for i in range(4)]
+    assert same_outcome(session, "TODO") == (expected, False, 4, "rg")
+    assert tree_modes == [True, True]
+    # One more file in ripgrep's output, which the walk does not keep: the file-list mode
+    # runs instead (ripgrep walking would have reported the ghost's line).
+    printed = [_match({"text": f"d{i}/f"}, {"text": "TODO\n"}) for i in range(4)]
+    ghost = _match({"text": "d3/ghost"}, {"text": "TODO\n"})
+    wrapped_rg(prints(*printed, ghost, {"type": "summary", "data": {"stats": {"searches": 4}}}))
+    assert same_outcome(session, "TODO") == (expected, False, 4, "rg")
+
+
+@needs_rg
+def test_a_walk_that_fails_while_ripgrep_waits_for_it_fails_the_search(
+    root: Path, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_tree(root, {"d0": {"f": "TODO\n"}, "d1": {"f": "TODO\n"}, "d2": {"f": "TODO\n"}})
+    slow_walk(monkeypatch, fail="d1")
+    monkeypatch.setattr(_rg_tree, "UNCHECKED_FILES", 0)
+    workspace.grep_backend = "rg"
+    assert same_outcome(workspace.session("s"), "TODO")[:2] == ("error", "IO_ERROR")
+
+
+@needs_rg
+def test_a_failed_check_is_not_an_error_when_the_walks_differ(
+    root: Path,
+    workspace: Workspace,
+    wrapped_rg: Any,
+    tree_modes: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ``sub``'s rules are not read alike by ripgrep; the walk finds it after ripgrep has
+    # printed a file that cannot be opened (a name too long), which is not searched.
+    make_tree(root, {"a": "TODO\n", "sub": {".gitignore": "[[:alpha:]]x\n", "b": "TODO\n"}})
+    slow_walk(monkeypatch)
+    wrapped_rg(prints(*late_nul("x" * 300), SUMMARY))
+    workspace.grep_backend = "rg"
+    found = same_outcome(workspace.session("s"), "TODO")
+    assert found == ([("a", 1, 1, "TODO"), ("sub/b", 1, 1, "TODO")], False, 3, "rg")
+    assert tree_modes == [False, False]

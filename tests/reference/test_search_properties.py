@@ -10,6 +10,9 @@
 * On trees whose ignore files ripgrep reads as git does, ripgrep walks the tree itself
   (from the root or below it, files over the size limit or not) and still returns the
   Python backend's result.
+* A Grep with ``max_results``, which keeps only the matches it may return, returns the
+  Grep without it cut after ``max_results``, in every backend and mode, batches small or
+  not.
 """
 
 from __future__ import annotations
@@ -19,15 +22,17 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from editspec.reference import Workspace
+from editspec.reference.search import _grep_py, _grep_rg, _grep_worker, _rg_tree
 from editspec.reference.search._grep_rg import find_rg
 from tests.reference.search_trees import (
     GIT,
@@ -460,6 +465,82 @@ def test_ripgrep_walking_the_tree_itself_equals_the_python_backend(
                 between.append(node.get(".gitignore", b""))
         if not any(parse_rules(content, "") for content in between):
             assert modes == [True] or results["rg"].files_searched == 0
+
+
+# -- max_results -------------------------------------------------------------------------
+
+
+@contextmanager
+def small_batches() -> Iterator[None]:
+    """Batches of a line or two, a file or two and a path waiting for the walk, so that
+    a small tree takes every path of the bounded search: many batches, selections cut
+    and lines dropped, ripgrep waiting for the walk."""
+    with ExitStack() as stack:
+        for module in (_grep_worker, _grep_py, _rg_tree):
+            stack.enter_context(mock.patch.object(module, "BATCH_BYTES", 200))
+        stack.enter_context(mock.patch.object(_grep_rg, "_BATCH_FILES", 2))
+        stack.enter_context(mock.patch.object(_grep_rg, "_AHEAD", 1))
+        stack.enter_context(mock.patch.object(_rg_tree, "UNCHECKED_FILES", 1))
+        stack.enter_context(mock.patch.object(_rg_tree, "_AGAIN_FILES", 1))
+        yield
+
+
+def _cut(result: Any, limit: int) -> tuple[object, ...]:
+    """What a Grep with ``max_results=limit`` must return, from the Grep without it."""
+    return (
+        result.matches[:limit],
+        len(result.matches) > limit,
+        result.files_searched,
+        result.files_skipped_too_large,
+        result.backend,
+    )
+
+
+def _fields(result: Any) -> tuple[object, ...]:
+    return (
+        result.matches,
+        result.truncated,
+        result.files_searched,
+        result.files_skipped_too_large,
+        result.backend,
+    )
+
+
+@needs_rg
+@given(
+    spec=st.one_of(trees(), ALIKE_TREES),
+    pattern=PATTERNS.filter(_valid),
+    ignore_case=st.booleans(),
+    include=INCLUDES,
+    limit=st.integers(1, 6),
+    walks=st.booleans(),
+    small=st.booleans(),
+    too_large=st.sampled_from([10 * 1024 * 1024, 12]),
+)
+def test_a_grep_with_max_results_is_the_grep_without_it_cut(
+    spec: dict[str, Any],
+    pattern: str,
+    ignore_case: bool,
+    include: str | None,
+    limit: int,
+    walks: bool,
+    small: bool,
+    too_large: int,
+) -> None:
+    from editspec.reference import Limits
+
+    with materialized(spec) as (_root, workspace):
+        workspace.limits = Limits(grep_file_bytes=too_large)
+        session = workspace.session("s")
+        with mock.patch.object(_rg_tree, "RG_WALKS", walks):
+            for backend in ("python", "rg"):
+                workspace.grep_backend = backend
+                whole = session.grep(pattern, ignore_case=ignore_case, include=include)
+                with small_batches() if small else nullcontext():
+                    cut = session.grep(
+                        pattern, ignore_case=ignore_case, include=include, max_results=limit
+                    )
+                assert _fields(cut) == _cut(whole, limit), backend
 
 
 def test_generated_trees_are_materialized_as_specified(tmp_path: Path) -> None:
