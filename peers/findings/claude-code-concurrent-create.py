@@ -4,7 +4,7 @@ and the first one's content is lost.
 Claude Code's own Write runs through its agent loop (``claude -p``, stream-json) with
 editspec's scripted model on loopback (no real model, no network; see
 spec/peers/drivers/claude_code.py). Six sessions (six CLI processes, each started and ready
-before the race) each Write "written by N" to new.txt at the same moment, for up to ten
+before the race) each Write "written by N" to new.txt at the same moment, for up to forty
 rounds (a new file each round). Where a file exists and was not read, Write refuses ("File
 has not been read yet"); a creator that finds no file writes it without an exclusive create.
 Exit 1 when, in some round, more than one Write answered success (all but the last one's
@@ -19,7 +19,7 @@ from pathlib import Path
 from editspec.spec.peers.drivers import claude_code
 from editspec.spec.peers.drivers._common import ToolRefused
 
-SESSIONS, ROUNDS = 6, 10
+SESSIONS, ROUNDS = 6, 40
 base = Path(tempfile.mkdtemp())
 root = base / "ws"
 root.mkdir()
